@@ -1,0 +1,87 @@
+"""Format registry: the one place that maps a format name to its decoder and row schema.
+
+jobs/ and the command-line inspector look formats up here, so adding a format means
+registering it, never adding a branch elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from wirecodecs.accounting import FileAccounting, Quarantined
+
+Decoded = pa.RecordBatch | Quarantined
+DecodeFn = Callable[[BinaryIO, str, FileAccounting, Mapping[str, object]], Iterator[Decoded]]
+
+
+@dataclass(frozen=True)
+class WireFormat:
+    """A decodable format: its name, row schema, and a streaming decode function.
+
+    `decode(stream, source, accounting, options)` reads `stream` sequentially in bounded
+    chunks, yields Arrow record batches of rows (matching `schema`) and `Quarantined`
+    frames in file order, and fills `accounting` for the whole file by the time it ends.
+    It never raises for bad input: bad frames become `Quarantined` items.
+    """
+
+    name: str
+    schema: pa.Schema
+    decode: DecodeFn
+    options: Mapping[str, object]  # option name -> default; anything else is rejected
+
+
+class UnknownFormatError(ValueError):
+    pass
+
+
+def _formats() -> dict[str, WireFormat]:
+    from wirecodecs.kafka import KAFKA
+
+    return {fmt.name: fmt for fmt in (KAFKA,)}
+
+
+def names() -> list[str]:
+    return sorted(_formats())
+
+
+def get(name: str) -> WireFormat:
+    """The format called `name`, or an error that lists the known ones."""
+    try:
+        return _formats()[name]
+    except KeyError:
+        raise UnknownFormatError(
+            f"unknown format {name!r}; known formats: {', '.join(names())}"
+        ) from None
+
+
+def resolve_options(fmt: WireFormat, given: Mapping[str, object]) -> dict[str, object]:
+    """Defaults overlaid with `given`; an unknown option name is a configuration error."""
+    unknown = sorted(set(given) - set(fmt.options))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) for format {fmt.name}: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(fmt.options))}"
+        )
+    return {**fmt.options, **given}
+
+
+PAYLOAD_CODECS = ("raw",)  # how a frame's content is decoded; "raw" keeps it as bytes
+
+
+def source_format(envelope: str, payload: str = "raw") -> WireFormat:
+    """The format of a source whose frames are cut by `envelope` and hold `payload`.
+
+    Kafka segments whose record values are another format's messages are declared as
+    envelope ``kafka`` with that payload; ``raw`` keeps the value bytes as they are.
+    """
+    fmt = get(envelope)
+    if payload not in PAYLOAD_CODECS:
+        raise UnknownFormatError(
+            f"unknown payload codec {payload!r} for envelope {envelope!r}; "
+            f"known: {', '.join(PAYLOAD_CODECS)}"
+        )
+    return fmt

@@ -1,0 +1,178 @@
+"""Builds one wirelake DAG per source from dags/sources.yaml.
+
+Kept free of pyspark, wirecodecs and Great Expectations so that the DAG folder parses in
+milliseconds: the DAGs only pass paths, dates and options to spark-submit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, ObjectStoragePath, task
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+JOBS_DIR = PROJECT_ROOT / "jobs"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "sources.yaml"
+
+ERROR_POLICIES = ("fail", "quarantine", "skip")
+SOURCE_KEYS = {"description", "tags", "envelope", "payload", "decode", "validate", "defaults"}
+
+
+class ConfigError(ValueError):
+    """The sources config is malformed; the message names the file and the offending key."""
+
+
+def load_config(path: Path = DEFAULT_CONFIG) -> dict[str, Any]:
+    """Read and check the sources config, so a typo fails at parse time with a clear message."""
+    try:
+        config = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: cannot read sources config: {error}") from error
+    if not isinstance(config, dict) or not isinstance(config.get("sources"), dict):
+        raise ConfigError(f"{path}: needs a 'sources' mapping")
+    for name, source in config["sources"].items():
+        _check_source(path, name, source)
+    return config
+
+
+def _check_source(path: Path, name: str, source: Any) -> None:
+    where = f"{path}: sources.{name}"
+    if not isinstance(source, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    unknown = sorted(set(source) - SOURCE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(SOURCE_KEYS)}")
+    for key in ("envelope", "decode", "validate"):
+        if key not in source:
+            raise ConfigError(f"{where}: missing '{key}'")
+    policy = source["decode"].get("error_policy", "quarantine")
+    if policy not in ERROR_POLICIES:
+        raise ConfigError(f"{where}.decode.error_policy is {policy!r}; use one of {ERROR_POLICIES}")
+    rate = source["decode"].get("max_error_rate", 0.0)
+    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise ConfigError(f"{where}.decode.max_error_rate must be a number in [0, 1], not {rate!r}")
+    if "suite" not in source["validate"]:
+        raise ConfigError(f"{where}.validate: missing 'suite'")
+
+
+def _paths(config: dict[str, Any], source: str) -> dict[str, str]:
+    """Landing (templated with {{ ds }}), warehouse and reports locations for a source."""
+    paths = config.get("paths", {})
+    data_root = os.environ.get("WIRELAKE_DATA") or paths.get("data_root", "data")
+    if "://" not in data_root:
+        data_root = str((PROJECT_ROOT / data_root).resolve())
+    fields = {"data_root": data_root, "source": source, "ds": "{{ ds }}"}
+    return {
+        key: paths.get(key, default).format(**fields)
+        for key, default in (
+            ("landing", "{data_root}/landing/{source}/dt={ds}"),
+            ("warehouse", "{data_root}/warehouse"),
+            ("reports", "{data_root}/reports"),
+        )
+    }
+
+
+def landing_complete(landing: str, marker: str) -> bool:
+    """True once the day's landing folder holds its completion marker (any filesystem)."""
+    return (ObjectStoragePath(landing) / marker).exists()
+
+
+def _pairs(flag: str, mapping: dict[str, Any]) -> list[str]:
+    args: list[str] = []
+    for key, value in sorted(mapping.items()):
+        args += [flag, f"{key}={value}"]
+    return args
+
+
+def _spark_task(task_id: str, job: str, args: list[str], source: str, settings: dict) -> Any:
+    spark = settings.get("spark", {})
+    return SparkSubmitOperator(
+        task_id=task_id,
+        application=str(JOBS_DIR / job),
+        application_args=args,
+        conn_id=settings.get("spark_conn_id", "spark_default"),
+        name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
+        conf=dict(spark.get("conf", {})),
+        driver_memory=spark.get("driver_memory"),
+        executor_memory=spark.get("executor_memory"),
+        py_files=spark.get("py_files"),
+    )
+
+
+def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
+    """One daily DAG: wait for the landing marker, decode to Parquet, validate the partition."""
+    settings = {**config.get("defaults", {}), **source.get("defaults", {})}
+    paths = _paths(config, name)
+    check = settings.get("landing_check", {})
+    decode = source["decode"]
+    validate = source["validate"]
+    default_args = {
+        "owner": settings.get("owner", "data-platform"),
+        "retries": settings.get("retries", 2),
+        "retry_delay": dt.timedelta(minutes=settings.get("retry_delay_minutes", 10)),
+        "execution_timeout": dt.timedelta(minutes=settings.get("execution_timeout_minutes", 180)),
+    }
+    doc = (
+        f"### wirelake: {name}\n\n{source.get('description', '')}\n\n"
+        f"Envelope `{source['envelope']}`, payload `{source.get('payload', 'raw')}`. Each run "
+        f"waits for `{check.get('marker', '_SUCCESS')}` in `{paths['landing']}`, decodes the "
+        f"day into `{paths['warehouse']}/{name}/dt=<ds>/` (quarantine and manifest beside it), "
+        f"then runs the `{validate['suite']}` expectation suite and publishes the results to "
+        f"`{paths['reports']}/{name}/dt=<ds>/`. Backfill with "
+        f"`airflow dags backfill wirelake_{name} -s START -e END`."
+    )
+    with DAG(
+        dag_id=f"wirelake_{name}",
+        description=f"Decode and validate the daily {name} landing",
+        doc_md=doc,
+        schedule=settings.get("schedule", "@daily"),
+        start_date=dt.datetime.fromisoformat(str(settings["start_date"])).replace(tzinfo=dt.UTC),
+        catchup=settings.get("catchup", True),
+        max_active_runs=settings.get("max_active_runs", 3),
+        default_args=default_args,
+        tags=["wirelake", *source.get("tags", [])],
+    ) as dag:
+        wait = task.sensor(
+            task_id="wait_for_landing",
+            mode="reschedule",
+            poke_interval=check.get("poke_interval_seconds", 300),
+            timeout=check.get("timeout_hours", 12) * 3600,
+        )(landing_complete)(paths["landing"], check.get("marker", "_SUCCESS"))
+        decode_args = [
+            "--source", name,
+            "--envelope", source["envelope"],
+            "--payload", source.get("payload", "raw"),
+            "--date", "{{ ds }}",
+            "--landing", paths["landing"],
+            "--warehouse", paths["warehouse"],
+            "--error-policy", decode.get("error_policy", "quarantine"),
+            "--max-error-rate", str(decode.get("max_error_rate", 0.0)),
+            *_pairs("--option", decode.get("options", {})),
+        ]  # fmt: skip
+        validate_args = [
+            "--source", name,
+            "--suite", validate["suite"],
+            "--date", "{{ ds }}",
+            "--warehouse", paths["warehouse"],
+            "--reports", paths["reports"],
+            *_pairs("--param", validate.get("params", {})),
+        ]  # fmt: skip
+        (
+            wait
+            >> _spark_task("decode", "decode.py", decode_args, name, settings)
+            >> _spark_task("validate", "validate.py", validate_args, name, settings)
+        )
+    return dag
+
+
+def build_dags(path: Path = DEFAULT_CONFIG) -> dict[str, DAG]:
+    config = load_config(path)
+    return {
+        dag.dag_id: dag
+        for dag in (build_dag(name, source, config) for name, source in config["sources"].items())
+    }

@@ -18,6 +18,11 @@ Decoded = pa.RecordBatch | Quarantined
 DecodeFn = Callable[[BinaryIO, str, FileAccounting, Mapping[str, object]], Iterator[Decoded]]
 
 
+def every_file(relative_path: str) -> bool:
+    """The default `WireFormat.data_file`: every landed file holds frames."""
+    return True
+
+
 @dataclass(frozen=True)
 class WireFormat:
     """A decodable format: its name, row schema, and a streaming decode function.
@@ -26,12 +31,17 @@ class WireFormat:
     chunks, yields Arrow record batches of rows (matching `schema`) and `Quarantined`
     frames in file order, and fills `accounting` for the whole file by the time it ends.
     It never raises for bad input: bad frames become `Quarantined` items.
+
+    `data_file(relative_path)` says whether a landed file holds frames; formats whose
+    dumps come with companion files (indexes, checkpoints) leave those out, so the job
+    neither decodes them nor reports their bytes as garbage.
     """
 
     name: str
     schema: pa.Schema
     decode: DecodeFn
     options: Mapping[str, object]  # option name -> default; anything else is rejected
+    data_file: Callable[[str], bool] = every_file
 
 
 class UnknownFormatError(ValueError):

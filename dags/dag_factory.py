@@ -113,7 +113,9 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
     validate = source["validate"]
     default_args = {
         "owner": settings.get("owner", "data-platform"),
-        "retries": settings.get("retries", 2),
+        # WIRELAKE_RETRIES=0 (set by the demo) makes an interactive run fail at the first
+        # error instead of sleeping through retry delays.
+        "retries": int(os.environ.get("WIRELAKE_RETRIES", settings.get("retries", 2))),
         "retry_delay": dt.timedelta(minutes=settings.get("retry_delay_minutes", 10)),
         "execution_timeout": dt.timedelta(minutes=settings.get("execution_timeout_minutes", 180)),
     }

@@ -1,44 +1,62 @@
-"""Where a run reads and writes: the one place that knows the lake's folder layout.
+"""Where a source's day lives: landing folder, tables, quarantine, manifest, reports.
 
-Paths are plain strings so that local folders and URIs (hdfs://, s3://) work alike.
+Locations are URIs or absolute local paths, joined with "/" so that the same layout holds
+on local disk, HDFS and S3.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+QUARANTINE_DIR = "_quarantine"  # tables and folders starting with "_" are not sources
+MANIFEST_DIR = "_manifests"
 
-def _join(root: str, *parts: str) -> str:
-    return "/".join([root.rstrip("/"), *parts])
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts])
+
+
+def partition(date: dt.date) -> str:
+    return f"dt={date.isoformat()}"
 
 
 def landing_dir(landing_root: str, source: str, date: dt.date) -> str:
-    return _join(landing_root, source, f"dt={date.isoformat()}")
+    """The folder one day of a source lands in (sources.yaml `paths.landing`)."""
+    return join(landing_root, source, partition(date))
 
 
 def table_dir(warehouse: str, source: str) -> str:
-    return _join(warehouse, source)
+    """Decoded rows of `source`, partitioned by `dt`."""
+    return join(warehouse, source)
 
 
 def partition_dir(warehouse: str, source: str, date: dt.date) -> str:
-    return _join(warehouse, source, f"dt={date.isoformat()}")
+    return join(table_dir(warehouse, source), partition(date))
+
+
+def quarantine_table_dir(warehouse: str, source: str) -> str:
+    """Undecodable frames of `source`, partitioned by `dt`."""
+    return join(warehouse, QUARANTINE_DIR, source)
 
 
 def quarantine_dir(warehouse: str, source: str, date: dt.date) -> str:
-    return _join(warehouse, "_quarantine", source, f"dt={date.isoformat()}")
+    return join(quarantine_table_dir(warehouse, source), partition(date))
 
 
 def manifest_path(warehouse: str, source: str, date: dt.date) -> str:
-    return _join(warehouse, "_manifests", source, f"dt={date.isoformat()}", "manifest.json")
+    """The decode run's accounting for one day (written last: its presence means done)."""
+    return join(warehouse, MANIFEST_DIR, source, partition(date), "manifest.json")
 
 
 def report_dir(reports: str, source: str, date: dt.date) -> str:
-    return _join(reports, source, f"dt={date.isoformat()}")
+    return join(reports, source, partition(date))
 
 
 def validation_path(reports: str, source: str, date: dt.date) -> str:
-    return _join(report_dir(reports, source, date), "validation.json")
+    """The validation result JSON of one day."""
+    return join(report_dir(reports, source, date), "validation.json")
 
 
 def data_docs_dir(reports: str, source: str, date: dt.date) -> str:
-    return _join(report_dir(reports, source, date), "data_docs")
+    """The Data Docs site of one day's validation (open index.html)."""
+    return join(report_dir(reports, source, date), "data_docs")

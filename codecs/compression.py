@@ -1,0 +1,219 @@
+"""Bounded decompression for the codecs the wire formats use.
+
+Every codec refuses to produce more than `max_bytes` of output (a decompression bomb ends
+as `decompressed_too_large`, not as an exhausted executor), and any damage becomes a
+`DecodeError` of kind `decompress_failed`. All work is done by C-backed packages (zlib,
+cramjam, lz4, zstandard); only the 2-to-10-byte LZ4 header checksum is computed here.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+import cramjam
+import lz4.frame
+import zstandard
+
+from wirecodecs.binary import UINT32, read_uvarint
+from wirecodecs.errors import DecodeError
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"  # snappy-java's stream header, then version and compat
+_XERIAL_HEADER_BYTES = 16
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_SNAPPY_MAX_RATIO = 22  # a 3-byte snappy copy emits at most 64 bytes: ~21.3x at best
+_ZSTD_MAX_BLOCK = 128 * 1024  # one zstd block (from as few as 4 input bytes) emits at most this
+
+
+def _failed(fmt: str, codec: str, detail: str) -> DecodeError:
+    return DecodeError(fmt, "decompress_failed", f"{codec}: {detail}")
+
+
+def _too_large(fmt: str, codec: str, max_bytes: int) -> DecodeError:
+    return DecodeError(
+        fmt, "decompressed_too_large", f"{codec}: output exceeds the {max_bytes}-byte bound"
+    )
+
+
+def _gzip(fmt: str, data, max_bytes: int) -> bytes:
+    """RFC 1952, concatenated members accepted (Java's GZIPInputStream). Like Java, bytes
+    after a member that do not start another member end the stream."""
+    out: list[bytes] = []
+    budget = max_bytes
+    while True:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            chunk = inflater.decompress(data, budget + 1)
+        except zlib.error as err:
+            raise _failed(fmt, "gzip", str(err)) from None
+        if len(chunk) > budget:
+            raise _too_large(fmt, "gzip", max_bytes)
+        if not inflater.eof:
+            raise _failed(fmt, "gzip", "stream ends inside a member")
+        out.append(chunk)
+        budget -= len(chunk)
+        data = inflater.unused_data
+        if data[:2] != _GZIP_MAGIC:
+            return b"".join(out)
+
+
+def _snappy_block(fmt: str, block, max_bytes: int) -> bytes:
+    """One raw snappy block; its declared length is checked before anything is allocated."""
+    try:
+        declared, _ = read_uvarint(fmt, block, 0, 5, "snappy length")
+    except DecodeError as err:
+        raise _failed(fmt, "snappy", err.detail) from None
+    if declared > max_bytes:
+        raise _too_large(fmt, "snappy", max_bytes)
+    if declared > len(block) * _SNAPPY_MAX_RATIO:
+        raise _failed(fmt, "snappy", f"declares {declared} bytes from a {len(block)}-byte block")
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except cramjam.DecompressionError as err:
+        raise _failed(fmt, "snappy", str(err)) from None
+
+
+def _snappy_xerial(fmt: str, data, max_bytes: int) -> bytes:
+    """snappy-java's stream framing (what Java Kafka writes): a 16-byte header, then
+    int32-length-prefixed raw blocks; another header may start a concatenated stream.
+    Input without the header is one raw block (librdkafka and other producers)."""
+    data = memoryview(data)
+    if data[:8] != _XERIAL_MAGIC:
+        return _snappy_block(fmt, data, max_bytes)
+    out: list[bytes] = []
+    budget = max_bytes
+    pos = _XERIAL_HEADER_BYTES
+    end = len(data)
+    while pos < end:
+        if data[pos : pos + 8] == _XERIAL_MAGIC:
+            pos += _XERIAL_HEADER_BYTES
+            continue
+        if end - pos < 4:
+            raise _failed(fmt, "snappy", f"{end - pos} stray bytes where a block length belongs")
+        (size,) = UINT32.unpack_from(data, pos)
+        pos += 4
+        if size > end - pos:
+            raise _failed(fmt, "snappy", f"block of {size} bytes runs past the end")
+        block = _snappy_block(fmt, data[pos : pos + size], budget)
+        budget -= len(block)
+        out.append(block)
+        pos += size
+    if pos > end:
+        raise _failed(fmt, "snappy", "stream header runs past the end")
+    return b"".join(out)
+
+
+def _xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 of a short input (< 16 bytes: the LZ4 frame descriptor), per the xxHash spec."""
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    mask = 0xFFFF_FFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    h = (seed + p5 + len(data)) & mask
+    i = 0
+    while i + 4 <= len(data):
+        h = rotl((h + int.from_bytes(data[i : i + 4], "little") * p3) & mask, 17) * p4 & mask
+        i += 4
+    for b in data[i:]:
+        h = rotl((h + b * p5) & mask, 11) * p1 & mask
+    h = ((h ^ (h >> 15)) * p2) & mask
+    h = ((h ^ (h >> 13)) * p3) & mask
+    return h ^ (h >> 16)
+
+
+def lz4_header_checksum(descriptor: bytes) -> int:
+    """The LZ4 frame header checksum byte HC of a descriptor (FLG, BD, optional fields)."""
+    return (_xxh32(descriptor) >> 8) & 0xFF
+
+
+def _patch_legacy_lz4(data) -> bytes:
+    """Kafka 0.8/0.9 (magic 0) wrote HC over the magic number too (KAFKA-1493); Java ignores
+    HC for magic 0, so replace it with the correct one before a standard frame decoder."""
+    data = bytearray(data)
+    if len(data) < 7 or data[:4] != _LZ4_MAGIC:
+        return bytes(data)  # not a frame: let the decoder report it
+    flg = data[4]
+    hc_at = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    if hc_at < len(data):
+        data[hc_at] = lz4_header_checksum(bytes(data[4:hc_at]))
+    return bytes(data)
+
+
+def _lz4(fmt: str, data, max_bytes: int, legacy: bool = False) -> bytes:
+    """One LZ4 frame (Kafka's Lz4BlockInputStream reads one and ignores what follows)."""
+    if legacy:
+        data = _patch_legacy_lz4(data)
+    inflater = lz4.frame.LZ4FrameDecompressor()
+    try:
+        out = inflater.decompress(data, max_length=max_bytes + 1)
+    except RuntimeError as err:
+        raise _failed(fmt, "lz4", str(err)) from None
+    if len(out) > max_bytes:
+        raise _too_large(fmt, "lz4", max_bytes)
+    if not inflater.eof:
+        raise _failed(fmt, "lz4", "frame ends before its end mark")
+    return out
+
+
+def _zstd(fmt: str, data, max_bytes: int) -> bytes:
+    """Concatenated zstd frames without a declared content size (zstd-jni's stream).
+
+    zstandard's incremental decoder has no output limit, so input is fed in steps small
+    enough that one step cannot overshoot the remaining budget by more than a block.
+    """
+    data = memoryview(data)
+    if not data:
+        raise _failed(fmt, "zstd", "empty input")
+    dctx = zstandard.ZstdDecompressor()
+    out: list[bytes] = []
+    budget = max_bytes
+    pos = 0
+    try:
+        while pos < len(data):
+            inflater = dctx.decompressobj()
+            while not inflater.eof:
+                if pos >= len(data):
+                    raise _failed(fmt, "zstd", "input ends inside a frame")
+                step = 4 * max(1, budget // _ZSTD_MAX_BLOCK)
+                chunk = inflater.decompress(data[pos : pos + step])
+                pos += step
+                budget -= len(chunk)
+                if budget < 0:
+                    raise _too_large(fmt, "zstd", max_bytes)
+                out.append(chunk)
+            pos = min(pos, len(data)) - len(inflater.unused_data)
+    except zstandard.ZstdError as err:
+        raise _failed(fmt, "zstd", str(err)) from None
+    return b"".join(out)
+
+
+_CODECS: dict[str, Callable[[str, object, int], bytes]] = {
+    "gzip": _gzip,
+    "snappy": _snappy_block,
+    "snappy_xerial": _snappy_xerial,
+    "lz4": _lz4,
+    "zstd": _zstd,
+}
+CODECS = tuple(_CODECS)
+
+
+def decompress(
+    codec: str, data, max_bytes: int, *, fmt: str = "compression", legacy_lz4: bool = False
+) -> bytes:
+    """Decompress `data` with `codec` (one of `CODECS`) into at most `max_bytes` bytes.
+
+    `snappy` is one raw block, `snappy_xerial` snappy-java's framing or a raw block, `lz4`
+    one LZ4 frame (`legacy_lz4`: Kafka magic 0's broken header checksum), `zstd` one or
+    more frames. Raises `DecodeError` (`decompress_failed`, `decompressed_too_large`)
+    with format `fmt`.
+    """
+    if codec == "lz4":
+        return _lz4(fmt, data, max_bytes, legacy_lz4)
+    try:
+        run = _CODECS[codec]
+    except KeyError:
+        raise ValueError(f"unknown codec {codec!r}; known: {', '.join(CODECS)}") from None
+    return run(fmt, data, max_bytes)

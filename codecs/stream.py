@@ -1,0 +1,82 @@
+"""A forward-only window over a byte stream, for decoders that walk frames.
+
+Decoders never read a whole file: they ask for the next `n` bytes, look at them through a
+memoryview, and consume them. The stream is read in chunks (short reads are fine), so
+memory stays bounded by the largest frame asked for plus one chunk; a frame that claims
+more bytes than a decoder accepts is drained (counted, not kept).
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+CHUNK_BYTES = 1 << 20
+
+
+class StreamWindow:
+    """Buffered bytes from the current position of `stream`, with absolute offsets.
+
+    Views returned by `peek` stay valid after later calls (the buffer is immutable bytes
+    that is replaced, never resized), so a decoder may keep a frame while it walks on.
+    """
+
+    def __init__(self, stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self._stream = stream
+        self._chunk_bytes = chunk_bytes
+        self._buf = b""
+        self._start = 0  # index in _buf of the current position
+        self._eof = False
+        self.offset = 0  # absolute stream offset of the current position
+        self.bytes_read = 0  # everything read from the stream so far
+
+    @property
+    def available(self) -> int:
+        """Bytes buffered from the current position."""
+        return len(self._buf) - self._start
+
+    def _read_chunk(self) -> bytes:
+        piece = self._stream.read(self._chunk_bytes)
+        if not piece:
+            self._eof = True
+            return b""
+        self.bytes_read += len(piece)
+        return piece
+
+    def fill(self, n: int) -> int:
+        """Buffer at least `n` bytes from the position unless the stream ends first;
+        returns the bytes available (fewer than `n` only at the end of the stream)."""
+        have = self.available
+        if have >= n or self._eof:
+            return have
+        parts = [memoryview(self._buf)[self._start :]]
+        while have < n:
+            piece = self._read_chunk()
+            if not piece:
+                break
+            parts.append(piece)
+            have += len(piece)
+        self._buf = b"".join(parts)
+        self._start = 0
+        return have
+
+    def peek(self, n: int) -> memoryview:
+        """A view of the next `n` bytes (fewer at the end of the stream), not consumed."""
+        self.fill(n)
+        return memoryview(self._buf)[self._start : self._start + n]
+
+    def consume(self, n: int) -> None:
+        """Move the position `n` bytes forward; they must be buffered."""
+        if n > self.available:
+            raise ValueError(f"cannot consume {n} bytes, {self.available} buffered")
+        self._start += n
+        self.offset += n
+
+    def drain(self) -> int:
+        """Consume everything left in the stream without keeping it; returns the count."""
+        count = self.available
+        self._buf = b""
+        self._start = 0
+        while piece := self._read_chunk():
+            count += len(piece)
+        self.offset += count
+        return count

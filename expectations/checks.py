@@ -1,0 +1,130 @@
+"""What every format's suite is made of, and the checks they share.
+
+A suite is code: a `SuiteSpec` names its parameters (with defaults) and builds Great
+Expectations expectations for one run (`RunFacts`: the day and the decode manifest). Each
+expectation's `meta` says whether its failure is critical (fails the run) and why it
+exists. Shared here: checksum verdicts within an error budget, event times inside the
+run's window, required columns, ids unique, and the row count reconciled with the manifest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+from great_expectations.expectations.expectation import Expectation
+
+# Parameters of `in_run_window` (a suite lists them among its own, with these defaults).
+WINDOW = {
+    "max_lateness_hours": 24.0,  # how far before day D an event may have happened
+    "max_clock_skew_minutes": 10.0,  # how far after day D a producer clock may run ahead
+}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a suite is built for: the logical date and the manifest of the decode run."""
+
+    date: dt.date
+    manifest: Mapping
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A named suite: its parameters (name -> default) and how to build its expectations."""
+
+    name: str
+    description: str
+    defaults: Mapping[str, float]
+    expectations: Callable[[RunFacts, Mapping[str, float]], list[Expectation]]
+
+    def resolve(self, given: Mapping[str, float]) -> dict[str, float]:
+        """Defaults overlaid with `given`; an unknown parameter is a configuration error."""
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) for suite {self.name}: {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(self.defaults))}"
+            )
+        return {**self.defaults, **given}
+
+    def build(self, facts: RunFacts, given: Mapping[str, float]) -> gx.ExpectationSuite:
+        params = self.resolve(given)
+        return gx.ExpectationSuite(
+            name=self.name,
+            expectations=self.expectations(facts, params),
+            meta={"description": self.description, "dt": facts.date.isoformat(), **params},
+        )
+
+
+def meta(critical: bool, why: str) -> dict:
+    return {"critical": critical, "why": why}
+
+
+def checksum_verdicts(column: str, budget: float, *, always_present: bool) -> Expectation:
+    """The checksum verdict `column` is true, but for a share `budget` (the error budget)
+    of the rows.
+
+    `always_present`: every row carries a verdict (a false one fails); otherwise only a
+    false verdict counts and null (no checksum at that level) is fine.
+    """
+    why = f"{column} false means bytes changed after the producer wrote them"
+    if always_present:
+        return gxe.ExpectColumnValuesToBeInSet(
+            column=column, value_set=[True], mostly=1.0 - budget, meta=meta(True, why)
+        )
+    return gxe.ExpectColumnValuesToNotBeInSet(
+        column=column, value_set=[False], mostly=1.0 - budget, meta=meta(True, why)
+    )
+
+
+def run_window(
+    date: dt.date, max_lateness_hours: float, max_clock_skew_minutes: float
+) -> tuple[dt.datetime, dt.datetime]:
+    """[D - lateness, D + 1 day + clock skew] in UTC: when day D's events may have happened."""
+    start = dt.datetime.combine(date, dt.time(), tzinfo=dt.UTC)
+    return (
+        start - dt.timedelta(hours=max_lateness_hours),
+        start + dt.timedelta(days=1, minutes=max_clock_skew_minutes),
+    )
+
+
+def in_run_window(column: str, facts: RunFacts, params: Mapping[str, float]) -> Expectation:
+    """Event times (nulls aside) fall inside the run's window."""
+    start, end = run_window(
+        facts.date, params["max_lateness_hours"], params["max_clock_skew_minutes"]
+    )
+    return gxe.ExpectColumnValuesToBeBetween(
+        column=column,
+        min_value=start,
+        max_value=end,
+        meta=meta(True, "events outside the window landed on the wrong day or carry a bad clock"),
+    )
+
+
+def required(columns: Sequence[str], *, critical: bool = True, why: str = "") -> list[Expectation]:
+    """One not-null expectation per column."""
+    why = why or "lineage and identity columns every row must carry"
+    return [
+        gxe.ExpectColumnValuesToNotBeNull(column=column, meta=meta(critical, why))
+        for column in columns
+    ]
+
+
+def unique_ids(columns: Sequence[str]) -> Expectation:
+    """The format promises these columns identify a row (duplicates mean double loading)."""
+    return gxe.ExpectCompoundColumnsToBeUnique(
+        column_list=list(columns),
+        meta=meta(True, "duplicates mean a file was loaded twice or a log was replayed"),
+    )
+
+
+def row_count_matches_manifest(facts: RunFacts) -> Expectation:
+    """The partition holds exactly the records the decode run counted as good."""
+    return gxe.ExpectTableRowCountToEqual(
+        value=facts.manifest["totals"]["records_good"],
+        meta=meta(True, "rows lost or added between decoding and the table"),
+    )

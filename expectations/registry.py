@@ -1,0 +1,20 @@
+"""Suites by name: the validate job looks suites up here, never by importing one directly."""
+
+from __future__ import annotations
+
+from expectations.checks import SuiteSpec
+from expectations.kafka import KAFKA_SUITE
+
+SUITES = {spec.name: spec for spec in (KAFKA_SUITE,)}
+
+
+def names() -> list[str]:
+    return sorted(SUITES)
+
+
+def get(name: str) -> SuiteSpec:
+    """The suite called `name`, or an error that lists the known ones."""
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise ValueError(f"unknown suite {name!r}; known suites: {', '.join(names())}") from None

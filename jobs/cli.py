@@ -1,0 +1,64 @@
+"""What the Spark entry points share: argument types, logging, the session, exit codes.
+
+A job's `main(argv, spark=None)` returns its exit code: 0 on success, 1 when the run fails
+(a message says why), 2 for bad arguments (argparse). Airflow sees the code of spark-submit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+
+from pyspark.sql import SparkSession
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+class JobFailed(Exception):
+    """The run finished its checks and must fail; the message is for the person on call."""
+
+
+def iso_date(text: str) -> dt.date:
+    """argparse type for a logical date YYYY-MM-DD."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date YYYY-MM-DD: {text!r}") from None
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for `key=value`."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def scalar(text: str) -> int | float | bool | str:
+    """A command-line value as the type it spells: int, float, true/false, else string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def setup_logging() -> None:
+    """Progress of the `wirelake.*` loggers at INFO on stderr, whatever else set up logging."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("wirelake").setLevel(logging.INFO)
+
+
+def spark_session(app_name: str) -> SparkSession:
+    """The session of a spark-submit run; master and resources come from spark-submit.
+    Spark's own INFO chatter is turned down so the job's progress lines stand out."""
+    spark = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

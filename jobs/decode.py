@@ -1,0 +1,437 @@
+"""Decode one source's landed files for one day into the lake (spark-submit entry point).
+
+    spark-submit jobs/decode.py --source kafka --envelope kafka --payload raw \\
+        --date 2024-03-01 --landing data/landing/kafka/dt=2024-03-01 --warehouse data/warehouse \\
+        [--error-policy fail|quarantine|skip] [--max-error-rate 0.01] [--option KEY=VALUE ...]
+
+Extract: the driver lists the landing folder with pyarrow.fs and groups whole files into
+partitions balanced by size; executors stream every file through its wirecodecs decoder in
+one mapInArrow pass (`jobs.tagged`). Transform: that tagged output is persisted once and
+split into rows, quarantined frames and per-file accounting, which must balance. Save: rows
+to <warehouse>/<source>/dt=D, quarantine to <warehouse>/_quarantine/<source>/dt=D (dynamic
+partition overwrite: only day D is replaced), then the run manifest
+<warehouse>/_manifests/<source>/dt=D/manifest.json. A failed run writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import datetime as dt
+import functools
+import heapq
+import json
+import logging
+import re
+import sys
+import time
+from pathlib import PurePosixPath
+
+from pyarrow import fs as pafs
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+import wirecodecs
+from jobs import layout, storage
+from jobs.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JobFailed,
+    iso_date,
+    key_value,
+    scalar,
+    setup_logging,
+    spark_session,
+)
+from jobs.tagged import (
+    ACCOUNTING,
+    ACCOUNTING_JSON,
+    KIND,
+    QUARANTINE,
+    QUARANTINE_COLUMNS,
+    ROW,
+    UNIT_SCHEMA,
+    decode_partition,
+    tagged_schema,
+)
+from wirecodecs import FileAccounting, WireFormat
+from wirecodecs.registry import resolve_options
+
+log = logging.getLogger("wirelake.decode")
+
+POLICIES = ("fail", "quarantine", "skip")
+SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" is reserved
+TARGET_PARTITION_BYTES = 128 << 20
+COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
+COUNTS += ["rows", "quarantine_items"]
+SHOWN_BAD_FRAMES = 5  # how many bad frames a failure message quotes
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFile:
+    uri: str  # what the decoder, lineage columns and the manifest name the file by
+    path: str  # the same file inside the landing filesystem
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    filesystem: pafs.FileSystem
+    files: list[DataFile]
+    ignored: list[dict]  # {"uri", "size", "reason"} for files that hold no frames
+
+
+# --- arguments ----------------------------------------------------------------------
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="jobs/decode.py", description="Decode one day of landed files into the lake."
+    )
+    parser.add_argument("--source", required=True, help="table name, e.g. kafka")
+    parser.add_argument("--envelope", required=True, help="wire format that cuts frames")
+    parser.add_argument("--payload", default="raw", help="codec of frame contents")
+    parser.add_argument("--date", required=True, type=iso_date, help="logical date D")
+    parser.add_argument("--landing", required=True, help="the day's landing folder (path/URI)")
+    parser.add_argument("--warehouse", required=True, help="lake root (path/URI)")
+    parser.add_argument("--error-policy", choices=POLICIES, default="quarantine")
+    parser.add_argument(
+        "--max-error-rate", type=fraction, default=0.01, help="bad frames / all frames allowed"
+    )
+    parser.add_argument(
+        "--option",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="decoder option (repeatable)",
+    )
+    parser.add_argument(
+        "--partitions", type=positive_int, help="work units (default: from cores and bytes)"
+    )
+    args = parser.parse_args(argv)
+    if not SOURCE_NAME.fullmatch(args.source):
+        parser.error(f"--source must be a plain name ({SOURCE_NAME.pattern}): {args.source!r}")
+    try:
+        fmt = wirecodecs.source_format(args.envelope, args.payload)
+        args.options = resolve_options(fmt, {key: scalar(value) for key, value in args.option})
+    except ValueError as exc:  # UnknownFormatError is a ValueError
+        parser.error(str(exc))
+    for key, value in args.options.items():  # caught here, not in an executor's traceback
+        if type(value) is not type(fmt.options[key]):
+            parser.error(
+                f"option {key} must be {type(fmt.options[key]).__name__} like its default "
+                f"{fmt.options[key]!r}, not {value!r}"
+            )
+    args.format = fmt.name
+    args.landing = storage.absolute(args.landing)
+    args.warehouse = storage.absolute(args.warehouse)
+    try:
+        landing_found = storage.is_dir(args.landing)
+    except (OSError, ValueError) as exc:  # unknown scheme, unreachable store
+        parser.error(f"cannot open --landing {args.landing}: {exc}")
+    if not landing_found:
+        parser.error(f"landing folder not found: {args.landing}")
+    return args
+
+
+# --- extract ------------------------------------------------------------------------
+
+
+def list_landing(landing: str, fmt: WireFormat) -> Listing:
+    """Every file under `landing` with its size; markers and companion files set aside."""
+    filesystem, root = storage.resolve(landing)
+    infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+    files, ignored = [], []
+    for info in sorted(infos, key=lambda info: info.path):
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root) :].lstrip("/")
+        uri = layout.join(landing, relative)
+        if any(part.startswith((".", "_")) for part in PurePosixPath(relative).parts):
+            ignored.append({"uri": uri, "size": info.size, "reason": "hidden or marker"})
+        elif not fmt.data_file(relative):
+            ignored.append({"uri": uri, "size": info.size, "reason": f"not {fmt.name} data"})
+        else:
+            files.append(DataFile(uri, info.path, info.size))
+    return Listing(filesystem, files, ignored)
+
+
+def group_by_size(files: list[DataFile], groups: int) -> list[list[DataFile]]:
+    """Whole files in at most `groups` groups of similar total size, largest file first
+    into the lightest group (python_moztelemetry's `_group_by_size_greedy`)."""
+    count = min(groups, len(files))
+    heap = [(0, index) for index in range(count)]
+    grouped: list[list[DataFile]] = [[] for _ in range(count)]
+    for file in sorted(files, key=lambda file: (-file.size, file.uri)):
+        total, index = heapq.heappop(heap)
+        grouped[index].append(file)
+        heapq.heappush(heap, (total + file.size, index))
+    return [sorted(group, key=lambda file: file.uri) for group in grouped]
+
+
+def default_partitions(spark: SparkSession, files: list[DataFile]) -> int:
+    """Enough partitions to keep every core busy and each one near TARGET_PARTITION_BYTES."""
+    total = sum(file.size for file in files)
+    return max(2 * spark.sparkContext.defaultParallelism, -(-total // TARGET_PARTITION_BYTES))
+
+
+def decode_tagged(
+    spark: SparkSession,
+    groups: list[list[DataFile]],
+    filesystem: pafs.FileSystem,
+    fmt: WireFormat,
+    args: argparse.Namespace,
+) -> DataFrame:
+    """The tagged decode output (rows, quarantine, accounting): one partition per group,
+    each file decoded once by `jobs.tagged.decode_partition`. Persisted (spilling to disk)
+    so that the accounting, the rows and the quarantine all read the same single pass."""
+    units = spark.sparkContext.parallelize(
+        [[(file.uri, file.path, file.size) for file in group] for group in groups],
+        max(len(groups), 1),
+    ).flatMap(lambda group: group)
+    decode = functools.partial(
+        decode_partition,
+        envelope=args.envelope,
+        payload=args.payload,
+        options=args.options,
+        filesystem=filesystem,
+    )
+    schema = tagged_schema(fmt.schema)
+    return (
+        spark.createDataFrame(units, from_arrow_schema(UNIT_SCHEMA))
+        .mapInArrow(decode, from_arrow_schema(schema, prefer_timestamp_ntz=False))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+
+
+# --- transform ----------------------------------------------------------------------
+
+
+def rows_frame(tagged: DataFrame, fmt: WireFormat, date: dt.date) -> DataFrame:
+    return tagged.where(F.col(KIND) == ROW).select(*fmt.schema.names).withColumn("dt", F.lit(date))
+
+
+def quarantine_frame(tagged: DataFrame, fmt: WireFormat, date: dt.date) -> DataFrame:
+    return tagged.where(F.col(KIND) == QUARANTINE).select(
+        "source_file",
+        "byte_offset",
+        *(F.col(column).alias(name) for column, (name, _) in QUARANTINE_COLUMNS.items()),
+        F.lit(fmt.name).alias("format"),
+        F.lit(date).alias("dt"),
+    )
+
+
+def collect_accounting(tagged: DataFrame) -> list[dict]:
+    """Per-file accounting dicts, by file name (this action runs the decode pass)."""
+    found = tagged.where(F.col(KIND) == ACCOUNTING).select(ACCOUNTING_JSON).collect()
+    return sorted((json.loads(row[0]) for row in found), key=lambda entry: entry["source"])
+
+
+def check_accounting(accounts: list[dict], files: list[DataFile]) -> None:
+    """Every planned file was decoded once, and every byte of it is accounted for."""
+    sizes = {file.uri: file.size for file in files}
+    decoded = collections.Counter(entry["source"] for entry in accounts)
+    problems = [f"{uri}: not decoded" for uri in sorted(set(sizes) - set(decoded))]
+    problems += [f"{uri}: decoded {n} times" for uri, n in sorted(decoded.items()) if n > 1]
+    fields = {f.name for f in dataclasses.fields(FileAccounting)}
+    for entry in accounts:
+        accounting = FileAccounting(**{key: entry[key] for key in fields})
+        if not accounting.balanced or accounting.bytes_total != sizes.get(accounting.source):
+            problems.append(
+                f"{accounting.source}: listed {sizes.get(accounting.source)} bytes, "
+                f"accounting {json.dumps({key: entry[key] for key in COUNTS if 'bytes' in key})}"
+            )
+    if problems:
+        raise JobFailed("byte accounting does not balance:\n  " + "\n  ".join(problems))
+
+
+def summarise(accounts: list[dict]) -> dict:
+    """Run totals over the per-file accounting."""
+    totals = {key: sum(entry[key] for entry in accounts) for key in COUNTS}
+    frames = totals["frames_good"] + totals["frames_bad"]
+    totals["files"] = len(accounts)
+    totals["truncated_tail_files"] = sum(1 for entry in accounts if entry["bytes_truncated_tail"])
+    totals["error_rate"] = totals["frames_bad"] / frames if frames else 0.0
+    return totals
+
+
+def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) -> None:
+    """Fail the run when the error policy or the error-rate threshold says so."""
+    if args.error_policy == "fail" and totals["frames_bad"]:
+        reason = f"error policy 'fail' and {totals['frames_bad']} bad frame(s)"
+    elif totals["error_rate"] > args.max_error_rate:
+        reason = (
+            f"error rate {totals['error_rate']:.4%} ({totals['frames_bad']} of "
+            f"{totals['frames_good'] + totals['frames_bad']} frames) is above "
+            f"--max-error-rate {args.max_error_rate:.4%}"
+        )
+    else:
+        return
+    files = [f"{e['source']}: {e['frames_bad']} bad frame(s)" for e in accounts if e["frames_bad"]]
+    first = (
+        tagged.where(F.col(KIND) == QUARANTINE)
+        .orderBy("source_file", "byte_offset")
+        .limit(SHOWN_BAD_FRAMES)
+        .collect()
+    )
+    frames = [f"{r.source_file}@{r.byte_offset} {r._q_error_kind}: {r._q_detail}" for r in first]
+    raise JobFailed(
+        f"{reason}; nothing written.\n  files:\n    "
+        + "\n    ".join(files)
+        + ("\n  first bad frames:\n    " + "\n    ".join(frames) if frames else "")
+    )
+
+
+# --- save ---------------------------------------------------------------------------
+
+
+def save_partition(frame: DataFrame, table: str, date: dt.date, empty: bool) -> None:
+    """Replace partition `date` of the table at `table` with `frame` (which has a dt column)."""
+    # int64 microseconds, not Spark's legacy INT96, so every Parquet reader sees UTC times
+    frame.sparkSession.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    partition = layout.join(table, layout.partition(date))
+    if empty:  # a dynamic overwrite with no rows would keep the old partition
+        storage.remove_dir(partition)
+        log.info("nothing to write: %s removed if it existed", partition)
+        return
+    (
+        frame.write.mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("dt")
+        .parquet(table)
+    )
+    log.info("wrote %s", partition)
+
+
+def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, run: dict) -> dict:
+    return {
+        "source": args.source,
+        "format": args.format,
+        "envelope": args.envelope,
+        "payload": args.payload,
+        "dt": args.date.isoformat(),
+        "landing": args.landing,
+        "error_policy": args.error_policy,
+        "max_error_rate": args.max_error_rate,
+        "options": args.options,
+        "outputs": {
+            "rows": layout.partition_dir(args.warehouse, args.source, args.date),
+            "quarantine": None
+            if args.error_policy == "skip"
+            else layout.quarantine_dir(args.warehouse, args.source, args.date),
+        },
+        "run": run,
+        "totals": totals,
+        "files": accounts,
+        "ignored_files": listing.ignored,
+    }
+
+
+# --- the run ------------------------------------------------------------------------
+
+
+def run(spark: SparkSession, args: argparse.Namespace) -> dict:
+    """Decode, check, write; returns the manifest written. Raises JobFailed."""
+    started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
+    fmt = wirecodecs.get(args.format)
+    manifest_path = layout.manifest_path(args.warehouse, args.source, args.date)
+    listing = list_landing(args.landing, fmt)
+    groups = group_by_size(
+        listing.files, args.partitions or default_partitions(spark, listing.files)
+    )
+    if not listing.files:
+        log.warning("no %s data files under %s: the day is written empty", fmt.name, args.landing)
+    log.info(
+        "planned %d file(s), %d bytes, in %d partition(s); %d file(s) ignored",
+        len(listing.files),
+        sum(file.size for file in listing.files),
+        len(groups),
+        len(listing.ignored),
+    )
+    tagged = decode_tagged(spark, groups, listing.filesystem, fmt, args)
+    try:
+        accounts = collect_accounting(tagged)
+        check_accounting(accounts, listing.files)
+        totals = summarise(accounts)
+        log.info(
+            "decoded %d file(s): %d rows, %d quarantined frame(s), error rate %.4f%%",
+            totals["files"],
+            totals["rows"],
+            totals["quarantine_items"],
+            100 * totals["error_rate"],
+        )
+        check_policy(tagged, accounts, totals, args)
+        # The manifest is written last: while the day is being replaced there is none, so a
+        # crash part-way leaves no manifest that would vouch for half-replaced outputs.
+        storage.remove_file(manifest_path)
+        table = layout.table_dir(args.warehouse, args.source)
+        save_partition(rows_frame(tagged, fmt, args.date), table, args.date, not totals["rows"])
+        quarantine = layout.quarantine_table_dir(args.warehouse, args.source)
+        save_partition(
+            quarantine_frame(tagged, fmt, args.date),
+            quarantine,
+            args.date,
+            args.error_policy == "skip" or not totals["quarantine_items"],
+        )
+    finally:
+        tagged.unpersist()
+    run_info = {
+        "started_at": started_at.isoformat(),
+        "elapsed_seconds": round(time.monotonic() - started, 3),
+        "spark_application_id": spark.sparkContext.applicationId,
+        "partitions": len(groups),
+    }
+    manifest = build_manifest(args, accounts, totals, listing, run_info)
+    storage.write_json(manifest_path, manifest)
+    return manifest
+
+
+def summary_line(manifest: dict) -> str:
+    totals = manifest["totals"]
+    return (
+        f"decode {manifest['source']} dt={manifest['dt']}: files={totals['files']} "
+        f"bytes={totals['bytes_total']} rows={totals['rows']} "
+        f"quarantined={totals['quarantine_items']} "
+        f"truncated_tails={totals['truncated_tail_files']} "
+        f"error_rate={totals['error_rate']:.4%} "
+        f"elapsed={manifest['run']['elapsed_seconds']:.1f}s"
+    )
+
+
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    setup_logging()
+    args = parse_args(argv)
+    own_session = spark is None
+    spark = spark or spark_session(f"wirelake-decode-{args.source}-{args.date}")
+    try:
+        manifest = run(spark, args)
+    except JobFailed as exc:
+        log.error("decode %s dt=%s failed: %s", args.source, args.date, exc)
+        return EXIT_FAILED
+    finally:
+        if own_session:
+            spark.stop()
+    print(summary_line(manifest))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Validate one day of a source in the lake with its suite (spark-submit entry point).
+
+    spark-submit jobs/validate.py --source kafka --suite kafka --date 2024-03-01 \\
+        --warehouse data/warehouse --reports data/reports [--param crc_error_budget=0.001 ...]
+
+Reads partition dt=D of <warehouse>/<source> and the decode run's manifest
+(<warehouse>/_manifests/<source>/dt=D/manifest.json), builds the Great Expectations
+context inside this job, runs the suite, and publishes <reports>/<source>/dt=D/
+validation.json and Data Docs (<reports>/<source>/dt=D/data_docs/index.html). Exits 1 when
+a critical expectation fails, naming each failed expectation with its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import shutil
+import sys
+import tempfile
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+
+import wirecodecs
+from expectations import registry, runner
+from expectations.checks import RunFacts
+from jobs import layout, storage
+from jobs.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JobFailed,
+    iso_date,
+    key_value,
+    setup_logging,
+    spark_session,
+)
+
+log = logging.getLogger("wirelake.validate")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="jobs/validate.py", description="Validate one day of a source in the lake."
+    )
+    parser.add_argument("--source", required=True, help="table name, e.g. kafka")
+    parser.add_argument("--suite", required=True, help=f"one of: {', '.join(registry.names())}")
+    parser.add_argument("--date", required=True, type=iso_date, help="logical date D")
+    parser.add_argument("--warehouse", required=True, help="lake root (path/URI)")
+    parser.add_argument("--reports", required=True, help="reports root (path/URI)")
+    parser.add_argument(
+        "--param",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="suite parameter, a number (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        spec = registry.get(args.suite)
+        args.params = spec.resolve({key: float(value) for key, value in args.param})
+    except ValueError as exc:  # unknown suite or parameter, or a value that is no number
+        parser.error(str(exc))
+    args.warehouse = storage.absolute(args.warehouse)
+    args.reports = storage.absolute(args.reports)
+    return args
+
+
+def read_manifest(args) -> tuple[str, dict]:
+    location = layout.manifest_path(args.warehouse, args.source, args.date)
+    if not storage.exists(location):
+        raise JobFailed(f"no decode manifest at {location}: run the decode job for this day first")
+    return location, storage.read_json(location)
+
+
+def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
+    """Partition D of the source's table; empty (format schema) when the run wrote none,
+    so the count reconciliation, not a read error, reports a missing partition."""
+    location = layout.partition_dir(args.warehouse, args.source, args.date)
+    if storage.exists(location):
+        return spark.read.parquet(location)
+    log.warning("partition %s does not exist; validating it as empty", location)
+    schema = wirecodecs.get(manifest["format"]).schema
+    return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False))
+
+
+def run(spark: SparkSession, args: argparse.Namespace) -> dict:
+    """Validate and publish; returns what validation.json holds: the Great Expectations
+    validation result, plus the run's figures (source, dt, params, failures...)."""
+    manifest_location, manifest = read_manifest(args)
+    suite = registry.get(args.suite).build(RunFacts(args.date, manifest), args.params)
+    frame = read_partition(spark, args, manifest)  # the Spark data source persists it
+    docs_dir = layout.data_docs_dir(args.reports, args.source, args.date)
+    docs = tempfile.mkdtemp(prefix="wirelake-docs-")
+    try:
+        outcome = runner.validate(frame, suite, asset=args.source, docs_dir=docs)
+        storage.publish_dir(docs, docs_dir)
+    finally:
+        shutil.rmtree(docs, ignore_errors=True)
+    report = {
+        **outcome.result,
+        "source": args.source,
+        "suite": args.suite,
+        "dt": args.date.isoformat(),
+        "params": args.params,
+        "validated_at": dt.datetime.now(dt.UTC).isoformat(),
+        "manifest": manifest_location,
+        "critical_success": not outcome.critical_failures,
+        "failures": outcome.failures,
+        "data_docs": layout.join(docs_dir, "index.html"),
+        "result_path": layout.validation_path(args.reports, args.source, args.date),
+    }
+    storage.write_json(report["result_path"], report)
+    return report
+
+
+def summary_line(report: dict) -> str:
+    stats = report["statistics"]
+    critical = sum(1 for failure in report["failures"] if failure["critical"])
+    return (
+        f"validate {report['source']} dt={report['dt']} suite={report['suite']}: "
+        f"{stats['evaluated_expectations']} expectations, "
+        f"{stats['successful_expectations']} passed, "
+        f"{stats['unsuccessful_expectations']} failed ({critical} critical); "
+        f"result {report['result_path']}; data docs {report['data_docs']}"
+    )
+
+
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    setup_logging()
+    args = parse_args(argv)
+    own_session = spark is None
+    spark = spark or spark_session(f"wirelake-validate-{args.source}-{args.date}")
+    try:
+        report = run(spark, args)
+    except JobFailed as exc:
+        log.error("validate %s dt=%s failed: %s", args.source, args.date, exc)
+        return EXIT_FAILED
+    finally:
+        if own_session:
+            spark.stop()
+    for failure in report["failures"]:
+        if not failure["critical"]:
+            log.warning("%s", runner.describe(failure))
+    print(summary_line(report))
+    critical = [runner.describe(failure) for failure in report["failures"] if failure["critical"]]
+    if critical:
+        log.error(
+            "critical expectation(s) failed for %s dt=%s:\n  %s\nfull result: %s",
+            args.source,
+            args.date,
+            "\n  ".join(critical),
+            report["result_path"],
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Shared primitives: varints, checksums, bounded decompression and the stream window.
+
+Expected values come from the specs (kafka.md §0, §3), from Java's documented behaviour,
+or from independent implementations (kafka-python's varint encoder, the gzip/zstd/lz4/
+snappy compressors), never from the code under test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+
+import cramjam
+import lz4.frame
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+from kafka.record.util import encode_varint
+
+from wirecodecs.binary import Cursor, need, read_uvarint, read_varint, read_varlong
+from wirecodecs.checksums import crc32, crc32_matches, crc32c, crc32c_matches
+from wirecodecs.compression import decompress, lz4_header_checksum
+from wirecodecs.errors import DecodeError
+from wirecodecs.stream import StreamWindow
+
+INT32 = st.integers(-(2**31), 2**31 - 1)
+INT64 = st.integers(-(2**63), 2**63 - 1)
+MIB = 1 << 20
+
+
+def varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    encode_varint(value, out.append)
+    return bytes(out)
+
+
+def kind_of(call) -> str:
+    with pytest.raises(DecodeError) as caught:
+        call()
+    return caught.value.kind
+
+
+# ---- varints ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("encoded", "value"),
+    [
+        ("00", 0),
+        ("01", -1),
+        ("02", 1),
+        ("7e", 63),
+        ("7f", -64),
+        ("8001", 64),
+        ("feffffff0f", 2**31 - 1),  # Integer.MAX_VALUE: 5 bytes
+        ("ffffffff0f", -(2**31)),  # Integer.MIN_VALUE
+    ],
+)
+def test_varint_examples(encoded, value):
+    data = bytes.fromhex(encoded) + b"\xaa"  # a following byte must not be read
+    assert read_varint("t", data, 0) == (value, len(data) - 1)
+
+
+def test_varlong_extremes_take_ten_bytes():
+    assert read_varlong("t", bytes.fromhex("feffffffffffffffff01"), 0) == (2**63 - 1, 10)
+    assert read_varlong("t", bytes.fromhex("ffffffffffffffffff01"), 0) == (-(2**63), 10)
+
+
+@given(INT32)
+def test_varint_reads_what_kafka_python_writes(value):
+    data = varint_bytes(value)
+    assert read_varint("t", data, 0) == (value, len(data))
+
+
+@given(INT64)
+def test_varlong_reads_what_kafka_python_writes(value):
+    data = varint_bytes(value)
+    assert read_varlong("t", data, 0) == (value, len(data))
+
+
+def test_varint_rejects_a_sixth_byte_like_java():
+    """Java: 'Varint is too long, the most significant bit in the 5th byte is set'."""
+    assert kind_of(lambda: read_varint("t", bytes.fromhex("8080808080") + b"\x00", 0)) == (
+        "varint_too_long"
+    )
+    assert kind_of(lambda: read_varlong("t", b"\x80" * 10 + b"\x00", 0)) == "varint_too_long"
+
+
+def test_varint_fifth_byte_high_bits_are_dropped_like_java():
+    """Java shifts the 5th byte left by 28 inside an int: bits past 32 are lost."""
+    assert read_varint("t", bytes.fromhex("ffffffff7f"), 0)[0] == -(2**31)
+    assert read_varint("t", bytes.fromhex("feffffff7f"), 0)[0] == 2**31 - 1
+
+
+def test_truncated_varint_is_a_decode_error():
+    with pytest.raises(DecodeError) as caught:
+        read_varint("fmt", b"\x80\x80", 0)
+    assert (caught.value.format, caught.value.kind) == ("fmt", "truncated")
+
+
+def test_uvarint_is_unsigned():
+    assert read_uvarint("t", bytes.fromhex("ac02"), 0, 5, "len") == (300, 2)
+
+
+# ---- bounds-checked reads ------------------------------------------------------------------
+
+
+def test_need_distinguishes_short_and_negative():
+    need("t", 10, 4, 6, "x")
+    assert kind_of(lambda: need("t", 10, 4, 7, "x")) == "truncated"
+    assert kind_of(lambda: need("t", 10, 4, -1, "x")) == "length_out_of_range"
+
+
+def test_cursor_reads_and_reports_file_offsets():
+    cursor = Cursor("t", memoryview(b"\x00\x03abc\x04\x80\x01"), base=1000)
+    assert cursor.unpack(struct.Struct(">h"), "len") == (3,)
+    assert bytes(cursor.take(3, "body")) == b"abc"
+    assert (cursor.varint(), cursor.varlong()) == (2, 64)
+    assert cursor.remaining == 0
+    assert cursor.sized_bytes(-2, "value") is None  # any negative length is null (Java)
+    assert bytes(cursor.sized_bytes(0, "value")) == b""
+    with pytest.raises(DecodeError) as caught:
+        cursor.take(1, "more")
+    assert (caught.value.kind, caught.value.offset) == ("truncated", 1008)
+    with pytest.raises(DecodeError) as caught:
+        Cursor("t", b"\x00\xff", pos=1, base=50).varint()
+    assert (caught.value.kind, caught.value.offset) == ("truncated", 52)
+
+
+# ---- checksums -------------------------------------------------------------------------------
+
+
+def test_crc_check_values():
+    assert crc32c(b"123456789") == 0xE3069283
+    assert crc32(b"123456789") == 0xCBF43926
+    assert crc32c_matches(memoryview(b"123456789"), 0xE3069283)
+    assert not crc32c_matches(b"123456780", 0xE3069283)
+    assert crc32_matches(b"123456789", 0xCBF43926)
+    assert not crc32_matches(b"123456789", 0xE3069283)
+
+
+# ---- bounded decompression -------------------------------------------------------------------
+
+PAYLOAD = b"".join(b"record %06d payload\n" % i for i in range(5000))  # ~100 KB
+
+
+def xerial(*blocks: bytes, header: bytes = b"\x82SNAPPY\x00" + bytes.fromhex("0000000100000001")):
+    """snappy-java's stream: header, then int32 length + raw block per chunk (spec §3.2)."""
+    out = [header]
+    for block in blocks:
+        raw = bytes(cramjam.snappy.compress_raw(block))
+        out.append(struct.pack(">i", len(raw)) + raw)
+    return b"".join(out)
+
+
+def test_gzip_multi_member():
+    data = gzip.compress(PAYLOAD[:50000], mtime=0) + gzip.compress(PAYLOAD[50000:], mtime=0)
+    assert decompress("gzip", data, MIB) == PAYLOAD
+
+
+def test_gzip_ignores_trailing_non_member_bytes_like_java():
+    assert decompress("gzip", gzip.compress(b"abc") + b"\x00\x00junk", MIB) == b"abc"
+
+
+@pytest.mark.parametrize("cut", [0, 5, 20, -9, -1])
+def test_gzip_cut_short_fails(cut):
+    data = gzip.compress(PAYLOAD)
+    assert kind_of(lambda: decompress("gzip", data[:cut], MIB)) == "decompress_failed"
+
+
+def test_snappy_raw_block():
+    assert decompress("snappy", bytes(cramjam.snappy.compress_raw(PAYLOAD)), MIB) == PAYLOAD
+
+
+def test_snappy_xerial_blocks_and_concatenated_streams():
+    chunks = [PAYLOAD[i : i + 32768] for i in range(0, len(PAYLOAD), 32768)]
+    assert decompress("snappy_xerial", xerial(*chunks), MIB) == PAYLOAD
+    two_streams = xerial(*chunks[:2]) + xerial(*chunks[2:])
+    assert decompress("snappy_xerial", two_streams, MIB) == PAYLOAD
+
+
+def test_snappy_xerial_ignores_version_fields():
+    """Redpanda wrote version/compat little-endian; Java checks only the magic."""
+    header = b"\x82SNAPPY\x00" + bytes.fromhex("0100000001000000")
+    assert decompress("snappy_xerial", xerial(b"abc", header=header), MIB) == b"abc"
+
+
+def test_snappy_without_xerial_magic_is_one_raw_block():
+    raw = bytes(cramjam.snappy.compress_raw(PAYLOAD))
+    assert decompress("snappy_xerial", raw, MIB) == PAYLOAD
+
+
+def test_snappy_xerial_damage_fails():
+    data = xerial(PAYLOAD[:30000], PAYLOAD[30000:60000])
+    assert kind_of(lambda: decompress("snappy_xerial", data[:-10], MIB)) == "decompress_failed"
+    assert kind_of(lambda: decompress("snappy_xerial", data + b"\x00\x01", MIB)) == (
+        "decompress_failed"
+    )
+
+
+def test_lz4_header_checksum_values_from_the_spec():
+    assert lz4_header_checksum(bytes.fromhex("6040")) == 0x82
+    assert lz4_header_checksum(bytes.fromhex("04224d186040")) == 0x1A  # Kafka 0.8/0.9 bug
+
+
+def test_lz4_magic0_broken_header_checksum():
+    frame = bytearray(
+        lz4.frame.compress(PAYLOAD, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False)
+    )
+    assert frame[4] == 0x68  # kafka-python's FLG: content size present, HC at byte 14
+    frame[14] = lz4_header_checksum(bytes(frame[:14]))  # checksum over the magic too
+    broken = bytes(frame)
+    assert decompress("lz4", broken, MIB, legacy_lz4=True) == PAYLOAD
+    assert kind_of(lambda: decompress("lz4", broken, MIB)) == "decompress_failed"
+
+
+def test_lz4_kafka_header_without_content_size():
+    frame = bytearray(lz4.frame.compress(b"hello", store_size=False, block_linked=False))
+    assert frame[4:7] == bytes.fromhex("604082")  # what Java Kafka writes (spec §3.3)
+    frame[6] = 0x1A
+    assert decompress("lz4", bytes(frame), MIB, legacy_lz4=True) == b"hello"
+
+
+def test_lz4_cut_short_fails():
+    frame = lz4.frame.compress(PAYLOAD)
+    assert kind_of(lambda: decompress("lz4", frame[:-20], MIB)) == "decompress_failed"
+
+
+def test_zstd_multi_frame_without_content_size():
+    cctx = zstandard.ZstdCompressor(write_content_size=False)
+    data = cctx.compress(PAYLOAD[:40000]) + cctx.compress(PAYLOAD[40000:])
+    assert decompress("zstd", data, MIB) == PAYLOAD
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "empty"])
+def test_zstd_damage_fails(damage):
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(PAYLOAD)
+    data = {"cut": frame[:-7], "garbage": frame + b"junk!", "empty": b""}[damage]
+    assert kind_of(lambda: decompress("zstd", data, MIB)) == "decompress_failed"
+
+
+BOMB = b"\x00" * (16 * MIB)
+
+
+@pytest.mark.parametrize(
+    ("codec", "compressed", "size"),
+    [
+        ("gzip", gzip.compress(BOMB, compresslevel=1), len(BOMB)),
+        ("zstd", zstandard.ZstdCompressor(write_content_size=False).compress(BOMB), len(BOMB)),
+        ("lz4", lz4.frame.compress(BOMB, store_size=False), len(BOMB)),
+        ("snappy", bytes(cramjam.snappy.compress_raw(BOMB[: 4 * MIB])), 4 * MIB),
+        ("snappy_xerial", xerial(*[BOMB[:32768]] * 128), 4 * MIB),
+    ],
+    ids=["gzip", "zstd", "lz4", "snappy", "snappy_xerial"],
+)
+def test_decompression_bomb_is_refused_over_the_bound(codec, compressed, size):
+    assert len(compressed) < MIB
+    assert kind_of(lambda: decompress(codec, compressed, MIB)) == "decompressed_too_large"
+    assert decompress(codec, compressed, size) == BOMB[:size]  # the bound is inclusive
+
+
+def test_snappy_impossible_declared_length_fails_without_allocating():
+    block = bytes.fromhex("80808040") + b"\x00" * 8  # declares 128 MiB from 12 bytes
+    assert kind_of(lambda: decompress("snappy", block, 256 * MIB)) == "decompress_failed"
+
+
+def test_unknown_codec_is_a_programming_error():
+    with pytest.raises(ValueError, match="unknown codec"):
+        decompress("brotli", b"", MIB)
+
+
+# ---- stream window ---------------------------------------------------------------------------
+
+
+class ShortReads(io.RawIOBase):
+    """A stream that never returns more than `most` bytes per read."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        self._data = io.BytesIO(data)
+        self._most = most
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        return self._data.read(min(self._most, size if size >= 0 else self._most))
+
+
+def test_window_assembles_short_reads_and_tracks_offsets():
+    data = bytes(range(256)) * 4
+    window = StreamWindow(ShortReads(data, 3), chunk_bytes=5)
+    assert window.fill(10) >= 10
+    view = window.peek(10)
+    window.consume(10)
+    assert window.offset == 10
+    assert bytes(window.peek(100)) == data[10:110]
+    assert bytes(view) == data[:10]  # earlier views stay valid after refills
+    window.consume(100)
+    assert window.fill(2000) == len(data) - 110
+    assert len(window.peek(2000)) == len(data) - 110
+    assert window.bytes_read == len(data)
+
+
+def test_window_drain_counts_without_keeping():
+    window = StreamWindow(io.BytesIO(b"x" * 10_000), chunk_bytes=1000)
+    window.fill(10)
+    window.consume(4)
+    assert window.drain() == 9996
+    assert (window.offset, window.bytes_read, window.available) == (10_000, 10_000, 0)
+    assert window.fill(1) == 0
+
+
+def test_window_refuses_to_consume_unbuffered_bytes():
+    window = StreamWindow(io.BytesIO(b"abc"))
+    window.fill(3)
+    with pytest.raises(ValueError):
+        window.consume(4)

@@ -1,0 +1,273 @@
+"""The Kafka suite on rows built from the golden sidecars (what the vectors hold, per the
+reader that wrote them), then on the same rows doctored; and the validate job around it."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import gzip
+import json
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from expectations import registry, runner
+from expectations.checks import RunFacts, run_window
+from jobs import validate
+from wirecodecs.kafka.schema import KAFKA_SCHEMA
+
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "kafka"
+DAY = dt.date(2024, 3, 1)  # every timestamp in the vectors is on this day (UTC)
+TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time", None: None}
+# (sidecar, topic, partition): two rolled v2 segments, and a gzip v1 log with inner CRCs
+GOOD = [
+    ("segment_dir/orders-0/00000000000000000000", "orders", 0),
+    ("segment_dir/orders-0/00000000000000002331", "orders", 0),
+    ("v1_gzip", "payments", 1),
+]
+
+
+def _bytes(b64: str | None) -> bytes | None:
+    return None if b64 is None else base64.b64decode(b64)
+
+
+def golden_rows(name: str, topic: str, partition: int) -> list[dict]:
+    """One row per record of a sidecar, as the decoder is specified to produce it."""
+    sidecar = json.loads(gzip.decompress((VECTORS / f"{name}.json.gz").read_bytes()))
+    source = f"/landing/{topic}-{partition}/{Path(sidecar['file']).name}"
+    rows = []
+    for batch in sidecar["batches"]:
+        wrapped = batch["magic"] < 2 and batch["compression"] != "none"
+        for record in batch["records"]:
+            millis = record["timestamp"]
+            rows.append(
+                {
+                    "source_file": source,
+                    "byte_offset": batch["position"],
+                    "crc_valid": batch["crc_valid"],
+                    "event_time": None
+                    if millis in (None, -1)
+                    else dt.datetime.fromtimestamp(millis / 1000, dt.UTC),
+                    "topic": topic,
+                    "partition": partition,
+                    "magic": batch["magic"],
+                    "compression": batch["compression"],
+                    "timestamp_type": TIMESTAMP_TYPES[batch["timestamp_type"]],
+                    "batch_base_offset": batch["base_offset"],
+                    "batch_last_offset": batch["last_offset"],
+                    "is_transactional": batch.get("is_transactional", False),
+                    "is_control": batch.get("is_control", False),
+                    "offset": record["offset"],
+                    "timestamp_ms": millis,
+                    "record_crc_valid": record.get("crc_valid") if wrapped else None,
+                    "key": _bytes(record["key_b64"]),
+                    "value": _bytes(record["value_b64"]),
+                    "headers": [{"key": k, "value": _bytes(v)} for k, v in record["headers"]],
+                }
+            )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def good_rows() -> list[dict]:
+    return [row for name, topic, partition in GOOD for row in golden_rows(name, topic, partition)]
+
+
+def doctored(rows: list[dict]) -> list[dict]:
+    """Five CRC failures, two inner-CRC failures, an event three days late, a replayed
+    record (duplicate offset, and one row more than the manifest counts)."""
+    rows = [dict(row) for row in rows]
+    for row in rows[100:105]:
+        row["crc_valid"] = False
+    wrapped = [row for row in rows if row["record_crc_valid"] is not None]
+    for row in wrapped[:2]:
+        row["record_crc_valid"] = False
+    rows[200]["event_time"] = dt.datetime(2024, 3, 4, tzinfo=dt.UTC)
+    rows.append(dict(rows[300]))
+    return rows
+
+
+def manifest(records_good: int) -> dict:
+    totals = {"records_good": records_good, "rows": records_good}
+    return {"source": "kafka", "format": "kafka", "dt": DAY.isoformat(), "totals": totals}
+
+
+def failed(failures: list[dict]) -> dict[tuple, dict]:
+    """Failures keyed by (expectation type, column or column list)."""
+    return {
+        (
+            item["expectation"],
+            str(item["kwargs"].get("column") or item["kwargs"].get("column_list")),
+        ): item
+        for item in failures
+    }
+
+
+def run_suite(spark, rows: list[dict], records_good: int, tmp_path, **params) -> runner.Outcome:
+    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA))
+    suite = registry.get("kafka").build(RunFacts(DAY, manifest(records_good)), params)
+    return runner.validate(frame, suite, asset="kafka", docs_dir=str(tmp_path / "docs"))
+
+
+def test_run_window_spans_the_day_with_lateness_and_skew():
+    assert run_window(DAY, 24, 10) == (
+        dt.datetime(2024, 2, 29, tzinfo=dt.UTC),
+        dt.datetime(2024, 3, 2, 0, 10, tzinfo=dt.UTC),
+    )
+
+
+def test_unknown_suite_parameter_is_refused():
+    with pytest.raises(ValueError, match=r"unknown parameter.*error_budgt"):
+        registry.get("kafka").resolve({"error_budgt": 0.1})
+
+
+@pytest.mark.spark
+def test_suite_passes_on_golden_rows(spark, good_rows, tmp_path):
+    outcome = run_suite(spark, good_rows, len(good_rows), tmp_path)
+    assert outcome.failures == []
+    assert outcome.result["statistics"]["evaluated_expectations"] == 13
+    assert (tmp_path / "docs" / "index.html").is_file()
+
+
+@pytest.mark.spark
+def test_suite_fails_on_doctored_rows_and_says_where(spark, good_rows, tmp_path):
+    outcome = run_suite(spark, doctored(good_rows), len(good_rows), tmp_path)
+    failures = failed(outcome.failures)
+    assert set(failures) == {
+        ("expect_column_values_to_be_in_set", "crc_valid"),
+        ("expect_column_values_to_not_be_in_set", "record_crc_valid"),
+        ("expect_column_values_to_be_between", "event_time"),
+        ("expect_compound_columns_to_be_unique", "['topic', 'partition', 'offset']"),
+        ("expect_table_row_count_to_equal", "None"),
+    }
+    assert all(item["critical"] for item in outcome.failures)
+    crc = failures[("expect_column_values_to_be_in_set", "crc_valid")]
+    assert crc["unexpected_count"] == 5
+    assert {(row["source_file"], row["byte_offset"]) for row in crc["unexpected_rows"]} == {
+        (row["source_file"], row["byte_offset"]) for row in good_rows[100:105]
+    }
+    inner = failures[("expect_column_values_to_not_be_in_set", "record_crc_valid")]
+    assert inner["unexpected_count"] == 2
+    late = failures[("expect_column_values_to_be_between", "event_time")]
+    assert late["unexpected_count"] == 1
+    assert late["unexpected_rows"][0]["byte_offset"] == good_rows[200]["byte_offset"]
+    unique = failures[("expect_compound_columns_to_be_unique", "['topic', 'partition', 'offset']")]
+    assert unique["unexpected_count"] == 2  # the record and its replay
+    count = failures[("expect_table_row_count_to_equal", "None")]
+    assert count["observed_value"] == len(good_rows) + 1
+
+
+# --- the validate job ---------------------------------------------------------------
+
+
+def land_partition(warehouse: Path, rows: list[dict], records_good: int) -> None:
+    """A partition and manifest as the decode job leaves them."""
+    partition = warehouse / "kafka" / f"dt={DAY}"
+    partition.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA), partition / "part-0.parquet")
+    manifest_dir = warehouse / "_manifests" / "kafka" / f"dt={DAY}"
+    manifest_dir.mkdir(parents=True)
+    (manifest_dir / "manifest.json").write_text(json.dumps(manifest(records_good)))
+
+
+def job_argv(tmp_path, *params: str) -> list[str]:
+    argv = ["--source", "kafka", "--suite", "kafka", "--date", DAY.isoformat()]
+    argv += ["--warehouse", str(tmp_path / "warehouse"), "--reports", str(tmp_path / "reports")]
+    for param in params:
+        argv += ["--param", param]
+    return argv
+
+
+@pytest.mark.spark
+def test_validate_job_publishes_results_and_passes_with_warnings(
+    spark, good_rows, tmp_path, capsys
+):
+    rows = [dict(row) for row in good_rows]
+    for row in rows:
+        if row["topic"] == "payments":  # a file that did not land in a <topic>-<partition>/ folder
+            row["topic"] = row["partition"] = None
+    land_partition(tmp_path / "warehouse", rows, len(rows))
+
+    assert validate.main(job_argv(tmp_path), spark=spark) == 0
+
+    report_dir = tmp_path / "reports" / "kafka" / f"dt={DAY}"
+    report = json.loads((report_dir / "validation.json").read_text())
+    assert (report["success"], report["critical_success"]) == (False, True)
+    assert sorted(
+        (item["expectation"], item["kwargs"]["column"], item["critical"])
+        for item in report["failures"]
+    ) == [
+        ("expect_column_values_to_not_be_null", "partition", False),
+        ("expect_column_values_to_not_be_null", "topic", False),
+    ]
+    assert len(report["results"]) == 13  # the Great Expectations result itself
+    assert report["params"] == {
+        "crc_error_budget": 0.0,
+        "max_lateness_hours": 24.0,
+        "max_clock_skew_minutes": 10.0,
+    }
+    docs = report_dir / "data_docs"
+    assert report["data_docs"] == str(docs / "index.html")
+    assert (docs / "index.html").is_file()
+    assert len(list((docs / "validations").rglob("*.html"))) == 1
+    assert "2 failed (0 critical)" in capsys.readouterr().out
+
+
+@pytest.mark.spark
+def test_validate_job_fails_on_critical_expectations(spark, good_rows, tmp_path, caplog):
+    land_partition(tmp_path / "warehouse", doctored(good_rows), len(good_rows))
+
+    with caplog.at_level(logging.INFO, logger="wirelake.validate"):
+        code = validate.main(job_argv(tmp_path, "crc_error_budget=0.05"), spark=spark)
+
+    assert code == 1
+    result_path = tmp_path / "reports" / "kafka" / f"dt={DAY}" / "validation.json"
+    report = json.loads(result_path.read_text())
+    assert report["critical_success"] is False
+    # within a 5% budget: 5 of 4681 crc_valid false, 2 of 78 record_crc_valid false
+    assert set(failed(report["failures"])) == {
+        ("expect_column_values_to_be_between", "event_time"),
+        ("expect_compound_columns_to_be_unique", "['topic', 'partition', 'offset']"),
+        ("expect_table_row_count_to_equal", "None"),
+    }
+    errors = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert (
+        f"CRITICAL expect_table_row_count_to_equal(table): observed {len(good_rows) + 1}, "
+        f"expected {{'value': {len(good_rows)}}}"
+    ) in errors
+    assert (
+        "CRITICAL expect_column_values_to_be_between(event_time): 1 unexpected of "
+        f"{len(good_rows) + 1} non-null values"
+    ) in errors
+    assert str(result_path) in errors
+
+
+@pytest.mark.spark
+def test_validate_job_without_a_manifest_fails(spark, tmp_path, caplog):
+    (tmp_path / "warehouse").mkdir()
+    assert validate.main(job_argv(tmp_path), spark=spark) == 1
+    assert "no decode manifest at" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("--suite", "kafak"), "unknown suite 'kafak'"),
+        (("--param", "crc_error_budget=lots"), "could not convert string to float"),
+        (("--date", "01/03/2024"), "not a date YYYY-MM-DD"),
+    ],
+)
+def test_validate_job_bad_arguments_exit_2(tmp_path, capsys, change, message):
+    argv = job_argv(tmp_path)
+    flag, value = change
+    if flag in argv:
+        argv[argv.index(flag) + 1] = value
+    else:
+        argv += [flag, value]
+    with pytest.raises(SystemExit) as exited:
+        validate.parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

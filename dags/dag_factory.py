@@ -125,8 +125,9 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         f"waits for `{check.get('marker', '_SUCCESS')}` in `{paths['landing']}`, decodes the "
         f"day into `{paths['warehouse']}/{name}/dt=<ds>/` (quarantine and manifest beside it), "
         f"then runs the `{validate['suite']}` expectation suite and publishes the results to "
-        f"`{paths['reports']}/{name}/dt=<ds>/`. Backfill with "
-        f"`airflow dags backfill wirelake_{name} -s START -e END`."
+        f"`{paths['reports']}/{name}/dt=<ds>/`. Backfill with `airflow backfill create "
+        f"--dag-id wirelake_{name} --from-date START --to-date END`; a rerun replaces only "
+        f"its own day's partition."
     )
     with DAG(
         dag_id=f"wirelake_{name}",

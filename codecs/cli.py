@@ -1,0 +1,169 @@
+"""Command-line inspector for landed dumps: `python -m wirecodecs dump|sample ...`.
+
+`dump` decodes files exactly as the Spark job does (same decoder, same row columns) so a
+person can look at a suspicious file without a cluster. Channels:
+
+* stdout: one JSON object per decoded row (bytes as base64, null as null, event_time as
+  ISO-8601 UTC), nothing else, so it pipes into `jq` or a file;
+* stderr: JSON lines tagged by their single key: `{"quarantined": {...}}` per undecodable
+  frame (head bytes base64) as it is met, then `{"summary": {...}}` per file (the
+  accounting: bytes decoded/quarantined/truncated/skipped, frames and records good/bad);
+  plain-text `wirecodecs: error: ...` lines for fatal errors.
+
+Exit status: 0 when every file was walked (damage is reported, not fatal), 2 for usage
+errors, unknown formats or options, and unreadable files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+import pyarrow as pa
+
+from wirecodecs.accounting import FileAccounting, Quarantined
+from wirecodecs.registry import UnknownFormatError, WireFormat, get, resolve_options
+from wirecodecs.rows import json_rows
+from wirecodecs.samples import formats, write_sample_day
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A fatal, user-facing problem: printed as one line, exit status 2."""
+
+
+def _option(text: str) -> tuple[str, object]:
+    """`k=v` with v read as JSON when it parses (numbers, true/false, null), else a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def _day(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m wirecodecs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    dump = commands.add_parser(
+        "dump",
+        help="decode files to JSON lines",
+        description="Decode FILEs of FORMAT: rows as JSON lines on stdout; quarantined "
+        "frames and a per-file accounting summary as JSON lines on stderr.",
+        epilog="example: python -m wirecodecs dump kafka orders-0/00000000000000000000.log "
+        "--option batch_rows=1000 | jq .offset",
+    )
+    dump.add_argument("format", metavar="FORMAT", help="a registered format name, e.g. kafka")
+    dump.add_argument("files", metavar="FILE", nargs="+", help="file(s) to decode")
+    dump.add_argument(
+        "--option",
+        "-o",
+        metavar="KEY=VALUE",
+        type=_option,
+        action="append",
+        default=[],
+        help="decoder option (repeatable); VALUE is read as JSON when it parses",
+    )
+    dump.set_defaults(run=_run_dump)
+
+    sample = commands.add_parser(
+        "sample",
+        help="write a sample landing day",
+        description="Write a deterministic sample day of FORMAT into OUTDIR (a few frames "
+        "damaged on purpose, then _SUCCESS) and print what was written as JSON.",
+    )
+    sample.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(formats())}")
+    sample.add_argument("out_dir", metavar="OUTDIR", help="landing folder to write into")
+    sample.add_argument("--date", type=_day, required=True, help="logical day, YYYY-MM-DD (UTC)")
+    sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sample.set_defaults(run=_run_sample)
+    return parser
+
+
+def _json_line(obj: object, out: TextIO) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+    out.write("\n")
+
+
+def _quarantine_json(item: Quarantined) -> dict:
+    fields = dataclasses.asdict(item)
+    fields["head"] = base64.b64encode(item.head).decode("ascii")
+    return {"quarantined": fields}
+
+
+def dump_file(fmt: WireFormat, path: str, options: dict, out: TextIO, err: TextIO) -> None:
+    """Decode one file: rows to `out`; quarantined frames, then its summary, to `err`."""
+    accounting = FileAccounting(source=path, format=fmt.name)
+    rows = 0
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    with stream:
+        for item in fmt.decode(stream, path, accounting, options):
+            if isinstance(item, pa.RecordBatch):
+                for row in json_rows(item):
+                    _json_line(row, out)
+                rows += item.num_rows
+            else:
+                _json_line(_quarantine_json(item), err)
+    summary = {**accounting.to_dict(), "balanced": accounting.balanced, "rows": rows}
+    _json_line({"summary": summary}, err)
+
+
+def _run_dump(args: argparse.Namespace) -> int:
+    try:
+        fmt = get(args.format)
+        options = resolve_options(fmt, dict(args.option))
+    except ValueError as error:  # an unknown format or option names the known ones
+        raise CliError(str(error)) from None
+    for path in args.files:
+        dump_file(fmt, path, options, sys.stdout, sys.stderr)
+    return 0
+
+
+def _run_sample(args: argparse.Namespace) -> int:
+    try:
+        day = write_sample_day(args.format, args.out_dir, args.date, args.seed)
+    except UnknownFormatError as error:
+        raise CliError(str(error)) from None
+    except OSError as error:
+        raise CliError(f"cannot write {args.out_dir}: {error}") from None
+    print(day.to_json())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CliError as error:
+        print(f"wirecodecs: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining
+        # again while it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,413 @@
+"""Sample landing days: realistic dumps of one logical day, for the demo and for tests.
+
+`write_sample_day(format_name, out_dir, date, seed)` writes what a producer fleet would land
+for day `date` (UTC), with a few frames damaged on purpose, then the `_SUCCESS` marker.
+What was written, damage included, comes back as a `SampleDay`, so a caller can check a
+decode against what went in rather than against what came out. Formats plug in through
+`SAMPLE_WRITERS`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from wirecodecs.kafka import encoder as enc
+from wirecodecs.registry import UnknownFormatError
+
+SUCCESS_MARKER = "_SUCCESS"
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class SampleFile:
+    """One written file and what a correct decoder must find in it."""
+
+    path: Path
+    frames: int  # complete frames written (damaged ones included)
+    records: int  # records in those frames (Kafka: control records included)
+    crc_invalid_frames: int = 0  # checksum broken on purpose, records still decodable
+    crc_invalid_records: int = 0
+    undecodable_frames: int = 0  # payload broken on purpose: must be quarantined
+    undecodable_records: int = 0
+    truncated_tail_bytes: int = 0  # an incomplete last frame
+
+    @property
+    def decodable_records(self) -> int:
+        return self.records - self.undecodable_records
+
+
+@dataclass(frozen=True)
+class SampleDay:
+    """Everything `write_sample_day` wrote; `paths` lists the files, marker last."""
+
+    format: str
+    date: dt.date
+    seed: int
+    files: list[SampleFile]
+    marker: Path
+
+    @property
+    def paths(self) -> list[Path]:
+        return [item.path for item in self.files] + [self.marker]
+
+    def totals(self) -> dict[str, int]:
+        """Per-file counts summed, plus how many files carry deliberate damage."""
+        numeric = [f.name for f in fields(SampleFile) if f.name != "path"]
+        sums = {name: sum(getattr(item, name) for item in self.files) for name in numeric}
+        damaged = [
+            item
+            for item in self.files
+            if item.crc_invalid_frames or item.undecodable_frames or item.truncated_tail_bytes
+        ]
+        return {"files": len(self.files), "damaged_files": len(damaged), **sums}
+
+    def describe(self) -> str:
+        """One line for logs: what was written and what was damaged on purpose."""
+        t = self.totals()
+        return (
+            f"{t['files']} files, {t['frames']} frames, {t['records']} records; damaged on "
+            f"purpose: {t['crc_invalid_frames']} CRC-invalid frame(s) "
+            f"({t['crc_invalid_records']} records), {t['undecodable_frames']} undecodable "
+            f"frame(s) ({t['undecodable_records']} records), "
+            f"{t['truncated_tail_bytes']} truncated-tail bytes"
+        )
+
+    def to_json(self) -> str:
+        files = [{**asdict(item), "path": str(item.path)} for item in self.files]
+        return json.dumps(
+            {
+                "format": self.format,
+                "date": self.date.isoformat(),
+                "seed": self.seed,
+                "totals": self.totals(),
+                "files": files,
+            },
+            indent=2,
+        )
+
+
+SampleWriter = Callable[[Path, dt.date, int], list[SampleFile]]
+
+
+def formats() -> list[str]:
+    """The formats that have a sample writer."""
+    return sorted(SAMPLE_WRITERS)
+
+
+def write_sample_day(
+    format_name: str, out_dir: str | Path, date: dt.date | str, seed: int = 0
+) -> SampleDay:
+    """Write a sample landing day for `format_name` into `out_dir`; `_SUCCESS` comes last."""
+    try:
+        writer = SAMPLE_WRITERS[format_name]
+    except KeyError:
+        raise UnknownFormatError(
+            f"no sample writer for format {format_name!r}; known: {', '.join(formats())}"
+        ) from None
+    day = date if isinstance(date, dt.date) else dt.date.fromisoformat(date)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / SUCCESS_MARKER
+    marker.unlink(missing_ok=True)  # a rerun must not look complete before it is
+    files = writer(out, day, seed)
+    marker.write_bytes(b"")
+    return SampleDay(format_name, day, seed, files, marker)
+
+
+# --- Kafka ---------------------------------------------------------------------------------
+
+Entry = enc.MessageSet | enc.RecordBatch
+
+
+@dataclass
+class _Partition:
+    """Builds one partition's log: offsets, day-bounded timestamps and producer state."""
+
+    topic: str
+    partition: int
+    rng: random.Random
+    day_start: int
+    batches: int  # producer sends the topic's filler makes (markers come on top)
+    leader_epoch: int = 0
+    entries: list[Entry] = field(default_factory=list)
+    next_offset: int = 0
+    sends: int = 0
+    sequences: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def clock(self) -> int:
+        """The time of the next send: one jittered slot per send, with room for 50 % more
+        sends than planned (markers, a cut tail) so that every timestamp stays in the day."""
+        slot = DAY_MS * 2 // (3 * self.batches)
+        self.sends += 1
+        if self.sends * slot > DAY_MS:
+            raise RuntimeError(f"{self.name}: more sends than the day has slots for")
+        return self.day_start + (self.sends - 1) * slot + self.rng.randrange(slot // 2)
+
+    def records(self, count: int, start: int, *, headers: bool = True) -> list[enc.Record]:
+        """`count` records from `start` on, a few ms apart, with the edge cases real logs have."""
+        out = []
+        timestamp = start
+        for _ in range(count):
+            out.append(
+                enc.Record(
+                    key=self._key(),
+                    value=self._value(),
+                    timestamp=timestamp,
+                    headers=self._headers() if headers else (),
+                )
+            )
+            timestamp += self.rng.randrange(40)
+        return out
+
+    def _key(self) -> bytes | None:
+        roll = self.rng.random()
+        if roll < 0.1:
+            return None
+        if roll < 0.15:
+            return b""
+        return f"{self.topic[:-1]}-{self.rng.randrange(5000)}".encode()
+
+    def _value(self) -> bytes | None:
+        roll = self.rng.random()
+        if roll < 0.03:
+            return None  # tombstone
+        if roll < 0.05:
+            return b""
+        if roll < 0.1:
+            return self.rng.randbytes(self.rng.randrange(1, 64))  # opaque binary
+        body = {
+            "id": self.rng.randrange(10**9),
+            "amount": round(self.rng.uniform(1, 500), 2),
+            "currency": self.rng.choice(["EUR", "USD", "JPY", "GBP"]),
+            "note": "x" * self.rng.randrange(0, 200),
+        }
+        return json.dumps(body).encode()
+
+    def _headers(self) -> tuple[tuple[str, bytes | None], ...]:
+        roll = self.rng.random()
+        if roll < 0.4:
+            return ()
+        headers = [("trace-id", self.rng.randbytes(8).hex().encode())]
+        if roll > 0.7:
+            headers += [("retry", b"1"), ("retry", b"2"), ("null-hdr", None), ("empty", b"")]
+        if roll > 0.9:
+            headers.append(("h\u00e9", b"\x00\xff"))
+        return tuple(headers)
+
+    def add_v2(self, count: int, codec: str, *, log_append: bool = False, **batch_fields):
+        """Append a v2 batch of `count` records; idempotent producers get their sequences."""
+        records = self.records(count, self.clock())
+        producer_id = batch_fields.get("producer_id", -1)
+        if producer_id >= 0:
+            batch_fields["base_sequence"] = self.sequences.get(producer_id, 0)
+            self.sequences[producer_id] = batch_fields["base_sequence"] + count
+        if log_append:
+            batch_fields["log_append_time"] = self._append_time(records)
+        batch = enc.RecordBatch(
+            records,
+            base_offset=self.next_offset,
+            codec=codec,
+            partition_leader_epoch=self.leader_epoch,
+            **batch_fields,
+        )
+        return self._append(batch, count)
+
+    def add_marker(self, marker: str, producer_id: int, producer_epoch: int) -> enc.RecordBatch:
+        batch = enc.control_batch(
+            marker,
+            base_offset=self.next_offset,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=7,
+            timestamp=self.clock(),
+            partition_leader_epoch=self.leader_epoch,
+        )
+        return self._append(batch, 1)
+
+    def add_legacy(self, magic: int, count: int, codec: str, *, log_append: bool = False):
+        records = self.records(count, self.clock(), headers=False)
+        entry = enc.MessageSet(
+            records,
+            magic=magic,
+            base_offset=self.next_offset,
+            codec=codec,
+            log_append_time=self._append_time(records) if log_append else None,
+        )
+        return self._append(entry, count)
+
+    def _append_time(self, records: list[enc.Record]) -> int:
+        """When the broker appended `records`: shortly after the producer stamped the last."""
+        return records[-1].timestamp + self.rng.randrange(1, 500)
+
+    def _append(self, entry: Entry, span: int) -> Entry:
+        self.entries.append(entry)
+        self.next_offset += span
+        return entry
+
+
+def _frames(entry: Entry) -> int:
+    """Log entries one `Entry` becomes: uncompressed v0/v1 messages are one entry each."""
+    if isinstance(entry, enc.MessageSet) and entry.codec == "none":
+        return len(entry.records)
+    return 1
+
+
+def _orders(part: _Partition) -> None:
+    """Transactions (COMMIT and ABORT) interleaved with an idempotent producer, all codecs."""
+    codecs = list(enc.CODECS)
+    txn_id, epoch = 4001, 2
+    for i in range(part.batches // 3):
+        for j in range(part.rng.randrange(1, 3)):
+            part.add_v2(
+                part.rng.randrange(1, 12),
+                codecs[(i + j) % len(codecs)],
+                producer_id=txn_id,
+                producer_epoch=epoch,
+                transactional=True,
+            )
+        part.add_v2(
+            part.rng.randrange(1, 20),
+            codecs[(i + 2) % len(codecs)],
+            producer_id=77,
+            producer_epoch=0,
+        )
+        part.add_marker("abort" if i % 5 == 3 else "commit", txn_id, epoch)
+
+
+def _orders_append_time(part: _Partition) -> None:
+    """A LogAppendTime topic written by plain producers, snappy both framed and raw."""
+    codecs = list(enc.CODECS)
+    for i in range(part.batches):
+        part.add_v2(
+            part.rng.randrange(1, 25),
+            codecs[i % len(codecs)],
+            log_append=i % 2 == 0,
+            snappy_framing="raw" if i % 10 == 2 else "xerial",
+        )
+
+
+def _clicks(part: _Partition) -> None:
+    """A topic that lived through the message-format upgrades: magic 0, then 1, then 2."""
+    third = part.batches // 3
+    for i in range(third):
+        part.add_legacy(0, part.rng.randrange(1, 6), enc.LEGACY_CODECS[i % 4])
+    for i in range(third):
+        part.add_legacy(
+            1, part.rng.randrange(1, 6), enc.LEGACY_CODECS[i % 4], log_append=i % 3 == 1
+        )
+    codecs = list(enc.CODECS)
+    for i in range(part.batches - 2 * third):
+        part.add_v2(part.rng.randrange(1, 15), codecs[i % len(codecs)])
+
+
+def _payments(part: _Partition) -> None:
+    """Two transactional producers whose transactions overlap in the log."""
+    producers = [(5001, 0), (5002, 4)]
+    open_txn = {pid: 0 for pid, _ in producers}
+    codecs = ["zstd", "gzip", "lz4", "none", "snappy"]
+    for i in range(part.batches):
+        pid, epoch = producers[part.rng.randrange(2)]
+        part.add_v2(
+            part.rng.randrange(1, 8),
+            codecs[i % len(codecs)],
+            producer_id=pid,
+            producer_epoch=epoch,
+            transactional=True,
+        )
+        open_txn[pid] += 1
+        if open_txn[pid] >= 3:
+            part.add_marker("abort" if part.rng.random() < 0.2 else "commit", pid, epoch)
+            open_txn[pid] = 0
+    for pid, epoch in producers:
+        if open_txn[pid]:
+            part.add_marker("commit", pid, epoch)
+
+
+def _flip_crc(data: bytes) -> bytes:
+    """One CRC byte inverted: the payload is intact, only the checksum verdict changes."""
+    out = bytearray(data)
+    out[enc.crc_field(data).start] ^= 0xFF
+    return bytes(out)
+
+
+def _garbage_payload(data: bytes, rng: random.Random) -> bytes:
+    """A v2 batch's compressed records replaced by noise under a matching CRC (a buggy
+    producer): the frame is whole, its checksum right, its records undecodable."""
+    body = len(data) - enc.V2_HEADER_BYTES
+    noise = b"\x00" + rng.randbytes(body - 1)  # no gzip/zstd/lz4/xerial magic
+    return enc.reseal(data[: enc.V2_HEADER_BYTES] + noise)
+
+
+def _write_kafka_partition(
+    out: Path, part: _Partition, damage: str | None, tail: Entry | None
+) -> SampleFile:
+    chunks = [enc.encode(entry) for entry in part.entries]
+    counts: dict[str, int] = {}
+    if damage:
+        target = _damage_target(part.entries, damage)
+        records = len(part.entries[target].records)
+        if damage == "crc":
+            chunks[target] = _flip_crc(chunks[target])
+            counts = {"crc_invalid_frames": 1, "crc_invalid_records": records}
+        else:
+            chunks[target] = _garbage_payload(chunks[target], part.rng)
+            counts = {"undecodable_frames": 1, "undecodable_records": records}
+    if tail is not None:
+        cut = enc.encode(tail)
+        cut = cut[: len(cut) // 2]
+        chunks.append(cut)
+        counts["truncated_tail_bytes"] = len(cut)
+    path = out / part.name / "00000000000000000000.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(chunks))
+    return SampleFile(
+        path,
+        frames=sum(_frames(entry) for entry in part.entries),
+        records=sum(len(entry.records) for entry in part.entries),
+        **counts,
+    )
+
+
+def _damage_target(entries: list[Entry], damage: str) -> int:
+    """The middle v2 data batch fit for the damage: uncompressed for a CRC flip, gzip else."""
+    codec = "none" if damage == "crc" else "gzip"
+    fit = [
+        i
+        for i, entry in enumerate(entries)
+        if isinstance(entry, enc.RecordBatch) and not entry.control and entry.codec == codec
+    ]
+    return fit[len(fit) // 2]
+
+
+def _kafka_sample_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
+    """Four partitions over one day; one CRC flip, one garbage payload, one cut tail."""
+    day_start = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) * 1000
+    layout: list[tuple[str, int, int, Callable[[_Partition], None], str | None]] = [
+        # topic, partition, producer sends, filler, damage
+        ("orders", 0, 90, _orders, None),
+        ("orders", 1, 80, _orders_append_time, "garbage"),
+        ("clicks", 0, 90, _clicks, "crc"),
+        ("payments", 0, 60, _payments, None),
+    ]
+    files = []
+    for topic, number, batches, fill, damage in layout:
+        rng = random.Random(f"{seed}:{day.isoformat()}:{topic}-{number}")
+        part = _Partition(topic, number, rng, day_start, batches, leader_epoch=number + 3)
+        fill(part)
+        tail = None
+        if topic == "payments":  # the active segment of a broker that crashed mid-append
+            tail = enc.RecordBatch(part.records(5, part.clock()), base_offset=part.next_offset)
+        files.append(_write_kafka_partition(out, part, damage, tail))
+    return files
+
+
+SAMPLE_WRITERS: dict[str, SampleWriter] = {"kafka": _kafka_sample_day}

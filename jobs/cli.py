@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
@@ -62,3 +63,25 @@ def spark_session(app_name: str) -> SparkSession:
     )
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def run_job(
+    name: str,
+    args: argparse.Namespace,
+    spark: SparkSession | None,
+    run: Callable[[SparkSession, argparse.Namespace], dict],
+) -> dict | None:
+    """`run(spark, args)` in the given session, or in its own one that it stops after;
+    None (with the reason logged) when the run failed."""
+    own_session = spark is None
+    spark = spark or spark_session(f"wirelake-{name}-{args.source}-{args.date}")
+    try:
+        return run(spark, args)
+    except JobFailed as exc:
+        logging.getLogger(f"wirelake.{name}").error(
+            "%s %s dt=%s failed: %s", name, args.source, args.date, exc
+        )
+        return None
+    finally:
+        if own_session:
+            spark.stop()

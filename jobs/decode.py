@@ -42,9 +42,9 @@ from jobs.cli import (
     JobFailed,
     iso_date,
     key_value,
+    run_job,
     scalar,
     setup_logging,
-    spark_session,
 )
 from jobs.tagged import (
     ACCOUNTING,
@@ -418,17 +418,9 @@ def summary_line(manifest: dict) -> str:
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     setup_logging()
-    args = parse_args(argv)
-    own_session = spark is None
-    spark = spark or spark_session(f"wirelake-decode-{args.source}-{args.date}")
-    try:
-        manifest = run(spark, args)
-    except JobFailed as exc:
-        log.error("decode %s dt=%s failed: %s", args.source, args.date, exc)
+    manifest = run_job("decode", parse_args(argv), spark, run)
+    if manifest is None:
         return EXIT_FAILED
-    finally:
-        if own_session:
-            spark.stop()
     print(summary_line(manifest))
     return EXIT_OK
 

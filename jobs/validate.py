@@ -32,8 +32,8 @@ from jobs.cli import (
     JobFailed,
     iso_date,
     key_value,
+    run_job,
     setup_logging,
-    spark_session,
 )
 
 log = logging.getLogger("wirelake.validate")
@@ -130,16 +130,9 @@ def summary_line(report: dict) -> str:
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     setup_logging()
     args = parse_args(argv)
-    own_session = spark is None
-    spark = spark or spark_session(f"wirelake-validate-{args.source}-{args.date}")
-    try:
-        report = run(spark, args)
-    except JobFailed as exc:
-        log.error("validate %s dt=%s failed: %s", args.source, args.date, exc)
+    report = run_job("validate", args, spark, run)
+    if report is None:
         return EXIT_FAILED
-    finally:
-        if own_session:
-            spark.stop()
     for failure in report["failures"]:
         if not failure["critical"]:
             log.warning("%s", runner.describe(failure))

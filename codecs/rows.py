@@ -13,6 +13,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 EVENT_TIME_TYPE = pa.timestamp("us", tz="UTC")
+# event_time is null outside years 1..9999, where Python's datetime (and so Spark's and
+# pyarrow's conversions) cannot show it; the format's raw clock value keeps its own column.
+EVENT_TIME_MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
+EVENT_TIME_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 
 
 def lineage_fields(checksum_column: str | None) -> list[pa.Field]:

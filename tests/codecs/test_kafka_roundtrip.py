@@ -425,20 +425,7 @@ def _oracle_entries(magic: int, codec: str):
     return [enc.MessageSet(plain, magic=magic, base_offset=10, codec=codec)]
 
 
-ORACLE_COMBOS = [
-    pytest.param(
-        magic,
-        codec,
-        marks=pytest.mark.skipif(
-            (magic, codec) == (0, "lz4"),
-            reason="kafka-python needs xxhash for magic-0 LZ4; covered by the v0_lz4 vector",
-        ),
-    )
-    for magic, codec in COMBOS
-]
-
-
-@pytest.mark.parametrize(("magic", "codec"), ORACLE_COMBOS)
+@pytest.mark.parametrize(("magic", "codec"), COMBOS)
 def test_kafka_python_reads_what_the_encoder_writes(magic, codec):
     entries = _oracle_entries(magic, codec)
     seen = []

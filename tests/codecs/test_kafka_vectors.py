@@ -417,6 +417,22 @@ def test_java_long_arithmetic_and_unrepresentable_event_times(decode):
 
 
 @pytest.mark.parametrize(
+    ("timestamp", "shown"),
+    [
+        (253402300799999, True),  # 9999-12-31T23:59:59.999Z, the last calendar millisecond
+        (253402300800000, False),  # year 10000: no datetime, Spark or pandas value
+        (-62135596800000, True),  # 0001-01-01T00:00:00Z
+        (-62135596800001, False),
+    ],
+)
+def test_event_time_only_inside_the_calendar(decode, timestamp, shown):
+    section = record(b"\x00\x00\x00\x01\x02v\x00")
+    (row,) = decode(v2_entry(section, 1, timestamp=timestamp)).rows
+    assert row["timestamp_ms"] == timestamp
+    assert (row["event_time"] is not None) == shown
+
+
+@pytest.mark.parametrize(
     ("source", "expected"),
     [
         ("/data/kafka/orders-0/00000000000000000000.log", ("orders", 0)),

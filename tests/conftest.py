@@ -6,6 +6,7 @@ two cores, UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -30,6 +31,9 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("WARN")
+    # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
+    # after pytest has closed the captured stream it would write to.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()
     shutil.rmtree(scratch, ignore_errors=True)

@@ -68,15 +68,21 @@ def get(name: str) -> WireFormat:
         ) from None
 
 
-def resolve_options(fmt: WireFormat, given: Mapping[str, object]) -> dict[str, object]:
-    """Defaults overlaid with `given`; an unknown option name is a configuration error."""
-    unknown = sorted(set(given) - set(fmt.options))
+def overlay(defaults: Mapping[str, object], given: Mapping[str, object], what: str) -> dict:
+    """`defaults` overlaid with `given`; a name that has no default is a configuration
+    error naming `what` (e.g. "option(s) for format kafka") and the known names."""
+    unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise ValueError(
-            f"unknown option(s) for format {fmt.name}: {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(fmt.options))}"
+            f"unknown {what}: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(defaults))}"
         )
-    return {**fmt.options, **given}
+    return {**defaults, **given}
+
+
+def resolve_options(fmt: WireFormat, given: Mapping[str, object]) -> dict[str, object]:
+    """The decoder options of one run: the format's defaults overlaid with `given`."""
+    return overlay(fmt.options, given, f"option(s) for format {fmt.name}")
 
 
 PAYLOAD_CODECS = ("raw",)  # how a frame's content is decoded; "raw" keeps it as bytes

@@ -17,6 +17,8 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 
+from wirecodecs.registry import overlay
+
 # Parameters of `in_run_window` (a suite lists them among its own, with these defaults).
 WINDOW = {
     "max_lateness_hours": 24.0,  # how far before day D an event may have happened
@@ -43,13 +45,7 @@ class SuiteSpec:
 
     def resolve(self, given: Mapping[str, float]) -> dict[str, float]:
         """Defaults overlaid with `given`; an unknown parameter is a configuration error."""
-        unknown = sorted(set(given) - set(self.defaults))
-        if unknown:
-            raise ValueError(
-                f"unknown parameter(s) for suite {self.name}: {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(self.defaults))}"
-            )
-        return {**self.defaults, **given}
+        return overlay(self.defaults, given, f"parameter(s) for suite {self.name}")
 
     def build(self, facts: RunFacts, given: Mapping[str, float]) -> gx.ExpectationSuite:
         params = self.resolve(given)

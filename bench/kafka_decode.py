@@ -1,15 +1,16 @@
-"""Kafka v2 decode throughput: wirecodecs against kafka-python's reader, one core.
+"""Kafka v2 decode throughput: wirecodecs against kafka-python and aiokafka, one core.
 
 Not a test. Writes two uncompressed v2 segments (~100-byte and ~1 KB values) into a
-temporary folder under $TMPDIR, then decodes each with both readers in fresh child
+temporary folder under $TMPDIR, then decodes each with every reader in fresh child
 processes, so that every measurement starts from the same state and its peak memory is
 its own:
 
 * wirecodecs: the registered `kafka` decoder over an open file (streamed), every Arrow
   batch built (CRC-32C checked per batch by the decoder);
-* kafka-python: `MemoryRecords` over the file's bytes (it needs them all in memory),
-  `batch.validate_crc()` per batch, and key, value, headers, offset and timestamp read
-  from every record so both do comparable work.
+* wirecodecs-pure: the same with WIRELAKE_PURE_PYTHON set (no compiled record walk);
+* kafka-python and aiokafka (its C extension reader): `MemoryRecords` over the file's
+  bytes (they need them all in memory), `batch.validate_crc()` per batch, and key, value,
+  headers, offset and timestamp read from every record so all do comparable work.
 
 Times are the best of --repeat runs (wall clock, including the file read). Memory is the
 child's peak resident set (`ru_maxrss`) and its growth over the child's state after
@@ -21,6 +22,7 @@ imports: RSS, unlike tracemalloc, also sees Arrow's native buffers.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -32,7 +34,8 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-from kafka.record import MemoryRecords
+from aiokafka.record.memory_records import MemoryRecords as AiokafkaRecords
+from kafka.record import MemoryRecords as KafkaPythonRecords
 
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.kafka import encoder as enc
@@ -87,8 +90,9 @@ def _wirecodecs(path: str) -> int:
     return rows
 
 
-def _kafka_python(path: str) -> int:
-    records = MemoryRecords(Path(path).read_bytes())
+def _memory_records(records_class: type, path: str) -> int:
+    """Walk a client library's MemoryRecords over the whole file, CRC-checking each batch."""
+    records = records_class(Path(path).read_bytes())
     rows = 0
     while records.has_next():
         batch = records.next_batch()
@@ -103,7 +107,8 @@ def _kafka_python(path: str) -> int:
 READERS = {
     "wirecodecs": _wirecodecs,  # the compiled v2 record walk when numba is there
     "wirecodecs-pure": _wirecodecs,  # the same decoder with WIRELAKE_PURE_PYTHON set
-    "kafka-python": _kafka_python,
+    "kafka-python": functools.partial(_memory_records, KafkaPythonRecords),
+    "aiokafka-c": functools.partial(_memory_records, AiokafkaRecords),
 }
 
 

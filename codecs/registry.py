@@ -74,8 +74,7 @@ def overlay(defaults: Mapping[str, object], given: Mapping[str, object], what: s
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise ValueError(
-            f"unknown {what}: {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(defaults))}"
+            f"unknown {what}: {', '.join(unknown)}; known: {', '.join(sorted(defaults))}"
         )
     return {**defaults, **given}
 

@@ -116,22 +116,19 @@ _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 
 def _compiled_walk() -> Callable | None:
-    """The numba-compiled v2 record walk (fastpath.py), unless numba is missing or the
-    environment sets WIRELAKE_PURE_PYTHON; None means every batch takes `_v2_records`."""
+    """The per-flush buffers of the numba-compiled v2 record walk (`fastpath.Columns`),
+    unless numba is missing or the environment sets WIRELAKE_PURE_PYTHON; None means every
+    batch takes `_v2_records`."""
     if os.environ.get("WIRELAKE_PURE_PYTHON"):
         return None
     try:
-        from wirecodecs.kafka.fastpath import walk_v2
+        from wirecodecs.kafka.fastpath import Columns
     except ImportError:
         return None
-    return walk_v2
+    return Columns
 
 
 FAST_WALK = _compiled_walk()  # chosen once, at import (tests set it to run both paths)
-# The compiled walk costs ~20 us per call to set up and hand back its arrays, more than the
-# pure walk spends on a batch of a few dozen large records (measured: ~15 x 1 KB values ran
-# 15-20% slower compiled); such batches take the pure walk.
-FAST_WALK_MIN_RECORDS = 64
 
 
 def decode(
@@ -163,7 +160,7 @@ def decode(
             entry = window.peek(total)
             window.consume(total)
             try:
-                run = _read_entry(entry, start, opts)
+                run = _read_entry(entry, start, opts, rows.compiled)
             except DecodeError as err:
                 yield from rows.flush()
                 yield _quarantine_entry(entry, start, source, accounting, err)
@@ -263,8 +260,9 @@ def _declared_records(entry: memoryview) -> int:
 
 
 class _Run:
-    """The rows of one log entry: values shared by all of them, then per-row lists (numpy
-    and Arrow arrays for offset/timestamp deltas, keys and values from the compiled walk).
+    """The rows of one log entry: values shared by all of them, then per-row lists (from
+    the compiled walk: numpy offset/timestamp deltas, and `span`, its rows in the flush's
+    `fastpath.Columns`, which hold the keys, values and headers).
 
     `shared` follows `_RUN_COLUMNS`. Row offsets are `offset_base + offset_delta` and row
     timestamps `ts_base + ts_delta` (`ts_delta` ignored unless `ts_use_delta`; no
@@ -282,6 +280,7 @@ class _Run:
         "record_crcs",
         "sequence_base",
         "shared",
+        "span",
         "ts_base",
         "ts_deltas",
         "ts_use_delta",
@@ -294,11 +293,12 @@ class _Run:
         self.ts_base = ts_base
         self.ts_use_delta = ts_use_delta
         self.sequence_base: int | None = None
+        self.span: tuple[int, int] | None = None  # rows of the compiled walk's columns
         self.offset_deltas: list[int] | np.ndarray = []
         self.ts_deltas: list[int] | np.ndarray = []
-        self.keys: list[bytes | None] | pa.Array = []
-        self.values: list[bytes | None] | pa.Array = []
-        self.headers: list[tuple[int, list[tuple[str, bytes | None]]]] | pa.Array = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[tuple[int, list[tuple[str, bytes | None]]]] = []
         self.record_crcs: list[tuple[int, bool]] = []
         self.controls: list[tuple[int, str, int | None]] = []
         self.data_bytes = 0
@@ -359,12 +359,13 @@ def _shared(
     )
 
 
-def _read_entry(entry: memoryview, start: int, opts: Mapping) -> _Run:
-    """The version facade: dispatch one complete log entry on its magic byte."""
+def _read_entry(entry: memoryview, start: int, opts: Mapping, compiled) -> _Run:
+    """The version facade: dispatch one complete log entry on its magic byte (`compiled`:
+    the flush's `fastpath.Columns`, or None for the pure walk)."""
     magic = _magic(entry)
     try:
         if magic == 2:
-            return _read_v2(entry, start, opts)
+            return _read_v2(entry, start, opts, compiled)
         if magic in (0, 1):
             return _read_legacy(entry, start, opts)
     except (IndexError, ValueError, struct.error) as err:
@@ -372,7 +373,7 @@ def _read_entry(entry: memoryview, start: int, opts: Mapping) -> _Run:
     raise DecodeError(FORMAT, "unknown_magic", f"magic byte {magic} is not 0, 1 or 2", offset=start)
 
 
-def _read_v2(entry: memoryview, start: int, opts: Mapping) -> _Run:
+def _read_v2(entry: memoryview, start: int, opts: Mapping, compiled) -> _Run:
     """A v2 record batch (§4): header, optional decompression, then exactly recordsCount
     records that fill the records section."""
     if len(entry) < _V2_HEADER.size:
@@ -430,12 +431,13 @@ def _read_v2(entry: memoryview, start: int, opts: Mapping) -> _Run:
             _DECOMPRESS_AS[codec], section, opts["max_decompressed_bytes"], fmt=FORMAT
         )
     else:
-        data = bytes(section)
+        data = section
     if count > len(data) // _MIN_V2_RECORD:
         raise DecodeError(
             FORMAT, "record_count_mismatch", f"{count} records cannot fit in {len(data)} bytes"
         )
-    if not _fast_records(data, count, run, is_control):
+    if not _fast_records(data, count, run, is_control, compiled):
+        data = bytes(data)  # the pure walk keeps slices: not views of the stream window
         try:
             end = _v2_records(data, count, run)
         except IndexError:
@@ -457,16 +459,17 @@ def _read_v2(entry: memoryview, start: int, opts: Mapping) -> _Run:
     return run
 
 
-def _fast_records(data: bytes, count: int, run: _Run, is_control: bool) -> bool:
-    """Fill `run` with the compiled walk when it is on and the section is `count` clean
+def _fast_records(data, count: int, run: _Run, is_control: bool, compiled) -> bool:
+    """Append the records to `compiled` when it is on and the section is `count` clean
     records; False leaves `run` untouched for the pure walk, which then says what is wrong.
     Control batches keep the pure walk: `_control_fields` reads their keys as bytes."""
-    if FAST_WALK is None or is_control or count < FAST_WALK_MIN_RECORDS:
+    if compiled is None or is_control:
         return False
-    records = FAST_WALK(data, count)
+    records = compiled.walk(data, count)
     if records is None:
         return False
-    run.offset_deltas, run.ts_deltas, run.keys, run.values, run.headers = records
+    start, stop, run.offset_deltas, run.ts_deltas = records
+    run.span = start, stop
     return True
 
 
@@ -749,6 +752,7 @@ class _RowBuffer:
         self._reset()
 
     def _reset(self) -> None:
+        self.compiled = FAST_WALK() if FAST_WALK else None  # the last one's arrays are out
         self.runs: list[_Run] = []
         self.rows = 0
         self.data_bytes = 0
@@ -821,6 +825,7 @@ class _RowBuffer:
             return np.array(rows, np.int64), values
 
         crc_rows, crc_values = sparse("record_crcs")
+        compiled = self.compiled.arrays() if any(run.span for run in runs) else (None, None, None)
         control_rows, controls = sparse("controls")
 
         columns = {
@@ -836,9 +841,9 @@ class _RowBuffer:
             "sequence": pa.array(sequences, pa.int32(), mask=no_sequence),
             "timestamp_ms": pa.array(timestamps, pa.int64(), mask=no_timestamp),
             "record_crc_valid": _scatter(n, crc_rows, [v[0] for v in crc_values], pa.bool_()),
-            "key": _by_walk(runs, "keys", partial(_binary_column, "keys")),
-            "value": _by_walk(runs, "values", partial(_binary_column, "values")),
-            "headers": _by_walk(runs, "headers", _headers_column),
+            "key": _by_walk(runs, compiled[0], partial(_binary_column, "keys")),
+            "value": _by_walk(runs, compiled[1], partial(_binary_column, "values")),
+            "headers": _by_walk(runs, compiled[2], _headers_column),
             "control_type": _scatter(n, control_rows, [v[0] for v in controls], pa.string()),
             "coordinator_epoch": _scatter(n, control_rows, [v[1] for v in controls], pa.int32()),
         }
@@ -857,16 +862,19 @@ def _int64s(parts: list, n: int) -> np.ndarray:
 
 
 def _by_walk(
-    runs: list[_Run], attribute: str, from_lists: Callable[[list[_Run]], pa.Array]
+    runs: list[_Run], compiled: pa.Array | None, from_lists: Callable[[list[_Run]], pa.Array]
 ) -> pa.Array:
-    """One column from the runs: Arrow arrays from the compiled walk are taken as they are,
-    each stretch of runs holding Python lists is built by `from_lists` in one go."""
+    """One column from the runs: each stretch of runs from the compiled walk is a slice of
+    its `compiled` column (their rows are consecutive there), each stretch of runs holding
+    Python lists is built by `from_lists` in one go."""
     chunks: list[pa.Array] = []
-    for compiled, group in groupby(runs, lambda run: isinstance(getattr(run, attribute), pa.Array)):
-        if compiled:
-            chunks.extend(getattr(run, attribute) for run in group)
+    for fast, stretch in groupby(runs, lambda run: run.span is not None):
+        group = list(stretch)
+        if fast:
+            start = group[0].span[0]
+            chunks.append(compiled.slice(start, group[-1].span[1] - start))
         else:
-            chunks.append(from_lists(list(group)))
+            chunks.append(from_lists(group))
     return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
 
 

@@ -1,9 +1,10 @@
 """The v2 record walk compiled with numba: the optional fast path of `decoder._v2_records`.
 
 Same walk, over a numpy uint8 view of a records section: varints are decoded as Java reads
-them (5 bytes for an int, 10 for a long, extra bits dropped), per-record values go into
-numpy arrays, and keys and values (header ones apart) are gathered into one data buffer
-per section, from which the Arrow columns are built without a Python object per record.
+them (5 bytes for an int, 10 for a long, extra bits dropped). Each section's records are
+appended to numpy buffers that a `Columns` keeps per flush (per-record values, and keys,
+values, header keys and header values each back to back), so a batch costs one compiled
+call and the Arrow columns are built once per flush, without a Python object per record.
 
 The compiled code checks every bound itself and reports only success or failure: on
 failure the decoder walks the batch again in pure Python, which raises the DecodeError
@@ -22,6 +23,8 @@ from numba import njit
 from wirecodecs.kafka.schema import HEADER_TYPE
 
 _FAILED = -1  # a position no walk can reach: the batch needs the pure walk's error
+_GROW = -2  # a buffer may be too small for the section: grow them and walk it again
+_MORE_HEADERS = -3  # the header pairs buffer is full: grow it and walk the section again
 _INT_BITS = np.uint64(0xFFFF_FFFF)  # readVarint keeps the low 32 bits of up to 5 bytes
 _ONE = np.uint64(1)
 _SEVEN = np.uint64(7)
@@ -51,187 +54,204 @@ def _zigzag(bits):
 
 
 @njit(cache=True, nogil=True)
-def _gather(data, at, size, total):
-    """Arrow buffers of two binary columns (keys, values) from the spans
-    `data[at[c, i]:at[c, i] + size[c, i]]`, a negative size being null: offsets per column
-    into one shared data buffer (the second column's start where the first ends), validity
-    bitmaps and null counts per column. Few arrays: each one returned costs boxing time."""
-    n = at.shape[1]
-    offsets = np.empty((2, n + 1), np.int32)
-    out = np.empty(total, np.uint8)
-    validity = np.zeros((2, (n + 7) // 8), np.uint8)
-    nulls = np.zeros(2, np.int64)
-    end = 0
-    for c in range(2):
-        offsets[c, 0] = end
-        for i in range(n):
-            length = size[c, i]
-            if length < 0:
-                nulls[c] += 1
-            else:
-                validity[c, i >> 3] |= np.uint8(1 << (i & 7))
-                out[end : end + length] = data[at[c, i] : at[c, i] + length]
-                end += length
-            offsets[c, i + 1] = end
-    return offsets, out, validity, nulls
+def _field(data, pos, out, at):
+    """A length-prefixed byte field at `pos` (zigzag varint length, negative = null),
+    copied to `out[at:]`: its size (-1 for null) and the next position, or `_FAILED`."""
+    bits, pos = _uvarint(data, pos, 5)
+    if pos == _FAILED or bits & _ONE:
+        return -1, pos
+    size = np.int64((bits & _INT_BITS) >> _ONE)
+    if size > data.size - pos:
+        return -1, _FAILED
+    out[at : at + size] = data[pos : pos + size]
+    return size, pos + size
 
 
 @njit(cache=True, nogil=True)
-def _walk(data, count):
-    """`count` records (§4.3) filling `data` exactly, or a `_FAILED` end position."""
+def _walk(data, count, rows, headers, keys, values, header_keys, header_values, used):
+    """Append `count` records (§4.3) filling `data` exactly to the buffers after `used`
+    (rows, then bytes of keys, values, header keys, header values, then header pairs):
+    per row (offsetDelta, timestampDelta, key size, value size, header count) in `rows`,
+    per header (key size, value size) in `headers`, sizes -1 for null. Returns 0 and
+    advances `used`; `_FAILED` for a section that is not `count` clean records; `_GROW`
+    or `_MORE_HEADERS` when a buffer may be too small (nothing appended either way)."""
     n = data.size
-    deltas = np.empty((2, count), np.int64)  # offsetDelta, timestampDelta
-    at = np.empty((2, count), np.int64)  # key, value
-    size = np.empty((2, count), np.int64)
-    header_at = np.full(count, -1, np.int64)
-    total = 0
-    header_total = 0
+    row = used[0]
+    at = used[1:6].copy()  # next free byte per buffer, then next header pair
+    if (
+        row + count > rows.shape[1]
+        or keys.size - at[0] < n
+        or values.size - at[1] < n
+        or header_keys.size - at[2] < n
+        or header_values.size - at[3] < n
+    ):
+        return _GROW
     pos = 0
-    for i in range(count):
+    for r in range(row, row + count):
         bits, pos = _uvarint(data, pos, 5)  # length
         if pos == _FAILED:
-            break
+            return _FAILED
         end = pos + _zigzag(bits & _INT_BITS)
         bits, pos = _uvarint(data, pos + 1, 10)  # attributes (unused), timestampDelta
         if pos == _FAILED:
-            break
-        deltas[1, i] = _zigzag(bits)
+            return _FAILED
+        rows[1, r] = _zigzag(bits)
         bits, pos = _uvarint(data, pos, 5)  # offsetDelta
         if pos == _FAILED:
-            break
-        deltas[0, i] = _zigzag(bits & _INT_BITS)
-        for c in range(2):  # keyLength, valueLength: odd bits = negative = null
-            bits, pos = _uvarint(data, pos, 5)
-            if pos == _FAILED:
-                break
-            length = np.int64((bits & _INT_BITS) >> _ONE)
-            at[c, i] = pos
-            size[c, i] = -1 if bits & _ONE else length
-            if size[c, i] >= 0:
-                if length > n - pos:
-                    pos = _FAILED
-                    break
-                pos += length
-                total += length
+            return _FAILED
+        rows[0, r] = _zigzag(bits & _INT_BITS)
+        size, pos = _field(data, pos, keys, at[0])
         if pos == _FAILED:
-            break
-        if pos < n and data[pos] != 0:  # the pure walk reads headers only then
-            header_at[i] = pos
+            return _FAILED
+        rows[2, r] = size
+        at[0] += max(size, 0)
+        size, pos = _field(data, pos, values, at[1])
+        if pos == _FAILED:
+            return _FAILED
+        rows[3, r] = size
+        at[1] += max(size, 0)
         bits, pos = _uvarint(data, pos, 5)  # headersCount
-        headers = _zigzag(bits & _INT_BITS)
-        if pos == _FAILED or headers < 0:
-            pos = _FAILED
-            break
-        header_total += headers
-        for _ in range(headers):
-            pos = _header(data, pos)[4]
+        count_headers = _zigzag(bits & _INT_BITS)
+        if pos == _FAILED or count_headers < 0:
+            return _FAILED
+        rows[4, r] = count_headers
+        for _ in range(count_headers):
+            h = at[4]
+            if h >= headers.shape[1]:
+                return _MORE_HEADERS
+            size, pos = _field(data, pos, header_keys, at[2])
+            if pos == _FAILED or size < 0:  # a header key is never null
+                return _FAILED
+            headers[0, h] = size
+            at[2] += size
+            size, pos = _field(data, pos, header_values, at[3])
             if pos == _FAILED:
-                break
-        if pos == _FAILED or pos != end:  # a negative length can declare end = _FAILED
-            pos = _FAILED
-            break
-    if pos != n:  # gather nothing
-        pos = _FAILED
-        header_total = 0
-        total = 0
-        count = 0
-    spans = _gather(data, at[:, :count], size[:, :count], total)
-    header_rows, header_spans = _headers(data, header_at[:count], header_total)
-    return pos, deltas, spans, header_rows, header_spans
-
-
-@njit(cache=True, nogil=True)
-def _header(data, pos):
-    """One header (§4.3) at `pos`: key position and size (never null), value position and
-    size (negative = null), then the next position, `_FAILED` if it overruns `data`."""
-    n = data.size
-    bits, key_at = _uvarint(data, pos, 5)
-    key_size = _zigzag(bits & _INT_BITS)
-    if key_at == _FAILED or key_size < 0 or key_size > n - key_at:
-        return 0, 0, 0, 0, _FAILED
-    bits, value_at = _uvarint(data, key_at + key_size, 5)
-    value_size = _zigzag(bits & _INT_BITS)
-    if value_at == _FAILED or value_size > n - value_at:
-        return 0, 0, 0, 0, _FAILED
-    return key_at, key_size, value_at, value_size, value_at + max(value_size, 0)
-
-
-@njit(cache=True, nogil=True)
-def _headers(data, header_at, total):
-    """The headers of records whose header section starts at `header_at` (-1: none), in a
-    walk already checked: list offsets per record, then gathered keys and values."""
-    count = header_at.size
-    rows = np.zeros(count + 1, np.int32)
-    at = np.empty((2, total), np.int64)
-    size = np.empty((2, total), np.int64)
-    data_total = 0
-    j = 0
-    for i in range(count):
-        if header_at[i] >= 0:
-            bits, pos = _uvarint(data, header_at[i], 5)
-            for _ in range(_zigzag(bits & _INT_BITS)):
-                at[0, j], size[0, j], at[1, j], size[1, j], pos = _header(data, pos)
-                data_total += size[0, j] + max(size[1, j], 0)
-                j += 1
-        rows[i + 1] = j
-    return rows, _gather(data, at, size, data_total)
+                return _FAILED
+            headers[1, h] = size
+            at[3] += max(size, 0)
+            at[4] = h + 1
+        if pos != end:  # a negative length can declare end = _FAILED
+            return _FAILED
+    if pos != n:
+        return _FAILED
+    used[0] = row + count
+    used[1:6] = at
+    return 0
 
 
 class Records(NamedTuple):
-    """The per-record columns of one records section."""
+    """Where one section's records went: rows `start:stop` of the `Columns`, and their
+    offset and timestamp deltas (views of its buffers)."""
 
+    start: int
+    stop: int
     offset_deltas: np.ndarray
     ts_deltas: np.ndarray
-    keys: pa.Array
-    values: pa.Array
-    headers: pa.Array | list  # HEADER_TYPE; [] (the pure walk's "none") if no record has any
 
 
-def walk_v2(data: bytes, count: int) -> Records | None:
-    """The records of a decompressed v2 records section, or None when the section is not
-    exactly `count` well-formed records (the caller's pure walk then says why)."""
-    end, deltas, spans, header_rows, header_spans = _walk(np.frombuffer(data, np.uint8), count)
-    if end == _FAILED:
-        return None
-    keys, values = _binary_pair(pa.binary(), count, spans)
-    headers = int(header_rows[-1])
-    return Records(
-        deltas[0],
-        deltas[1],
-        keys,
-        values,
-        _header_lists(header_rows, header_spans) if headers else [],
-    )
+class Columns:
+    """The records of every section walked since the last flush, in growable numpy
+    buffers from which the key, value and header columns are built once (`arrays`).
+    The Arrow arrays share these buffers: after a flush, start a new `Columns`."""
 
+    def __init__(self) -> None:
+        self._rows = np.empty((5, 1024), np.int64)
+        self._headers = np.empty((2, 256), np.int64)
+        self._bytes = [np.empty(1 << 16, np.uint8) for _ in range(4)]
+        self._used = np.zeros(6, np.int64)
+        self.rows = 0
 
-def _binary_pair(key_type: pa.DataType, n: int, spans: tuple) -> tuple[pa.Array, pa.Array]:
-    """The two columns that `_gather` filled, as Arrow arrays over its buffers."""
-    offsets, data, validity, nulls = spans
-    data = pa.py_buffer(data)
-    return tuple(
-        pa.Array.from_buffers(
-            type_,
-            n,
-            [pa.py_buffer(validity[c]) if nulls[c] else None, pa.py_buffer(offsets[c]), data],
-            null_count=int(nulls[c]),
+    def walk(self, data, count: int) -> Records | None:
+        """Append the records of a decompressed v2 records section, or None when the
+        section is not exactly `count` well-formed records (the caller's pure walk then
+        says why)."""
+        view = np.frombuffer(data, np.uint8)
+        while True:
+            status = _walk(view, count, self._rows, self._headers, *self._bytes, self._used)
+            if status not in (_GROW, _MORE_HEADERS):
+                break
+            self._grow(view.size, count, status == _MORE_HEADERS)
+        if status == _FAILED:
+            return None
+        start, self.rows = self.rows, self.rows + count
+        return Records(
+            start, self.rows, self._rows[0, start : self.rows], self._rows[1, start : self.rows]
         )
-        for c, type_ in enumerate((key_type, pa.binary()))
-    )
 
+    def _grow(self, section_bytes: int, count: int, headers: bool) -> None:
+        """Double what may be too small for one more section, or the header pairs buffer
+        (earlier views stay valid)."""
+        used = self._used.tolist()
+        if headers:
+            self._headers = _enlarged(self._headers, used[5], self._headers.shape[1] + 1)
+            return
+        self._rows = _enlarged(self._rows, used[0], used[0] + count)
+        self._bytes = [
+            _enlarged(buffer, at, at + section_bytes)
+            for buffer, at in zip(self._bytes, used[1:5], strict=True)
+        ]
 
-def _header_lists(rows: np.ndarray, spans: tuple) -> pa.Array:
-    """The headers column of one section. Keys that are not UTF-8 are decoded with
-    replacement characters, as Java and the pure walk do."""
-    headers = int(rows[-1])
-    keys, values = _binary_pair(pa.string(), headers, spans)
-    try:
-        keys.validate(full=True)
-    except pa.ArrowInvalid:
-        keys = pa.array(
-            (bytes(key).decode("utf-8", "replace") for key in keys.cast(pa.binary()).to_pylist()),
-            pa.string(),
+    def arrays(self) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """The key, value and headers columns of all rows walked."""
+        n = self.rows
+        pairs = int(self._used[5])
+        keys, values, header_keys, header_values = self._bytes
+        header_keys = _binary(pa.string(), self._headers[0, :pairs], header_keys)
+        try:
+            header_keys.validate(full=True)
+        except pa.ArrowInvalid:  # Java and the pure walk decode with replacement characters
+            header_keys = pa.array(
+                (
+                    bytes(key).decode("utf-8", "replace")
+                    for key in header_keys.cast(pa.binary()).to_pylist()
+                ),
+                pa.string(),
+            )
+        header_pairs = pa.StructArray.from_arrays(
+            [header_keys, _binary(pa.binary(), self._headers[1, :pairs], header_values)],
+            fields=list(HEADER_TYPE.value_type),
         )
-    pairs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE.value_type))
+        return (
+            _binary(pa.binary(), self._rows[2, :n], keys),
+            _binary(pa.binary(), self._rows[3, :n], values),
+            pa.Array.from_buffers(
+                HEADER_TYPE,
+                n,
+                [None, pa.py_buffer(_offsets(self._rows[4, :n]))],
+                children=[header_pairs],
+            ),
+        )
+
+
+def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
+    """`buffer` (its last axis) if it holds `needed`, else a copy of its first `used`
+    items in one at least twice as large."""
+    size = buffer.shape[-1]
+    if needed <= size:
+        return buffer
+    bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
+    bigger[..., :used] = buffer[..., :used]
+    return bigger
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    """Arrow int32 offsets of consecutive values of `sizes` (negative = null = empty)."""
+    offsets = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(np.maximum(sizes, 0), out=offsets[1:])
+    if offsets[-1] > 0x7FFF_FFFF:
+        raise OverflowError(f"{offsets[-1]} bytes in one column exceed Arrow's 32-bit offsets")
+    return offsets.astype(np.int32)
+
+
+def _binary(type_: pa.DataType, sizes: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary-layout column over `data`, which holds its values back to back."""
+    offsets = _offsets(sizes)
+    valid = sizes >= 0
+    nulls = sizes.size - int(np.count_nonzero(valid))
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
     return pa.Array.from_buffers(
-        HEADER_TYPE, len(rows) - 1, [None, pa.py_buffer(rows)], children=[pairs]
+        type_,
+        sizes.size,
+        [validity, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])],
+        null_count=nulls,
     )

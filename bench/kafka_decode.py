@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import pyarrow as pa
@@ -117,7 +118,8 @@ def _max_rss_mb() -> float:
 
 
 def worker(reader: str, path: str, repeat: int) -> dict:
-    """Runs inside the child: decode `repeat` times, report the best time and peak RSS."""
+    """Runs inside the child: decode `repeat` times, report the best time and peak RSS,
+    then once more under tracemalloc (untimed) for the peak of Python and numpy memory."""
     run = READERS[reader]
     baseline = _max_rss_mb()  # both libraries imported: the same start for either reader
     best = float("inf")
@@ -128,12 +130,17 @@ def worker(reader: str, path: str, repeat: int) -> dict:
         best = min(best, time.perf_counter() - start)
     peak = _max_rss_mb()
     arrow_peak = pa.default_memory_pool().max_memory() / 2**20  # Arrow buffers, not retention
+    tracemalloc.start()
+    run(path)
+    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
     return {
         "rows": rows,
         "seconds": best,
         "peak_rss_mb": peak,
         "rss_growth_mb": peak - baseline,
         "arrow_peak_mb": arrow_peak,
+        "traced_peak_mb": traced_peak,
     }
 
 
@@ -190,19 +197,21 @@ def main() -> int:
 def _print_table(results: list[dict]) -> None:
     header = f"{'reader':<16}{'values':>7}{'records':>10}{'MB':>7}{'best s':>8}"
     header += f"{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}{'RSS growth MB':>15}"
-    header += f"{'Arrow peak MB':>15}"
+    header += f"{'Arrow peak MB':>15}{'traced peak MB':>16}"
     print(header)
     for r in results:
         print(
             f"{r['reader']:<16}{r['segment']:>7}{r['records']:>10}{r['mb']:>7.1f}"
             f"{r['seconds']:>8.2f}{r['records_per_s']:>12,.0f}{r['mb_per_s']:>8.1f}"
             f"{r['peak_rss_mb']:>13.0f}{r['rss_growth_mb']:>15.0f}{r['arrow_peak_mb']:>15.0f}"
+            f"{r['traced_peak_mb']:>16.0f}"
         )
     print(
         f"python {sys.version.split()[0]}, one process per measurement, {os.cpu_count()} "
         "cores on the machine; RSS = ru_maxrss of that process (allocators keep freed memory, "
         "and the first call loads the compiled walk: ~64 MB); Arrow peak = the Arrow memory "
-        "pool's high-water mark"
+        "pool's high-water mark; traced peak = tracemalloc's (Python objects and numpy "
+        "buffers) in one more, untimed run"
     )
 
 

@@ -141,15 +141,14 @@ class Cursor:
         return None if length < 0 else self.take(length, what)
 
     def varint(self, what: str = "varint") -> int:
-        try:
-            value, self.pos = read_varint(self.fmt, self.buf, self.pos, what)
-        except DecodeError as err:
-            raise self._at(err) from None
-        return value
+        return self._zigzag(read_varint, what)
 
     def varlong(self, what: str = "varlong") -> int:
+        return self._zigzag(read_varlong, what)
+
+    def _zigzag(self, read, what: str) -> int:
         try:
-            value, self.pos = read_varlong(self.fmt, self.buf, self.pos, what)
+            value, self.pos = read(self.fmt, self.buf, self.pos, what)
         except DecodeError as err:
             raise self._at(err) from None
         return value

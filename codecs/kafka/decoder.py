@@ -32,8 +32,7 @@ from wirecodecs.binary import (
     INT32,
     Cursor,
     read_varint,
-    read_varint_bits,
-    read_varlong_bits,
+    read_varlong,
     wrap_int64,
 )
 from wirecodecs.checksums import crc32_matches, crc32c_matches
@@ -115,7 +114,7 @@ _END_TXN_TYPES = (0, 1)  # ABORT and COMMIT carry an EndTransactionMarker value
 _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 
-def _compiled_walk() -> Callable | None:
+def _compiled_columns() -> Callable | None:
     """The per-flush buffers of the numba-compiled v2 record walk (`fastpath.Columns`),
     unless numba is missing or the environment sets WIRELAKE_PURE_PYTHON; None means every
     batch takes `_v2_records`."""
@@ -128,7 +127,7 @@ def _compiled_walk() -> Callable | None:
     return Columns
 
 
-FAST_WALK = _compiled_walk()  # chosen once, at import (tests set it to run both paths)
+COMPILED_COLUMNS = _compiled_columns()  # chosen once, at import (tests set it to run both paths)
 
 
 def decode(
@@ -476,83 +475,27 @@ def _fast_records(data, count: int, run: _Run, is_control: bool, compiled) -> bo
 def _v2_records(data: bytes, count: int, run: _Run) -> int:
     """Walk `count` records (§4.3) from the start of `data`; return the end position.
 
-    This is the hot loop: varints are decoded inline for their 1- and 2-byte forms (the
-    slow path handles longer ones and Java's 5/10-byte limits), keys and values are sliced
-    once, and nothing else is allocated per record. Raises IndexError when a record runs
-    past `data`; the walk checks each record's declared length against the bytes read.
+    The pure-Python twin of the compiled walk (fastpath.py), which takes data batches when
+    numba is there; this one serves control batches, error reports and numba-less hosts.
+    Raises IndexError when a record runs past `data`; each record's declared length is
+    checked against the bytes its fields took.
     """
     pos = 0
-    add_offset = run.offset_deltas.append
-    add_ts = run.ts_deltas.append
-    add_key = run.keys.append
-    add_value = run.values.append
     for index in range(count):
-        b = data[pos]  # length: varint
-        if b < 0x80:
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                pos += 2
-            else:
-                b, pos = read_varint_bits(FORMAT, data, pos, "record length")
-        end = pos + ((b >> 1) ^ -(b & 1))
+        length, pos = read_varint(FORMAT, data, pos, "record length")
+        end = pos + length
         pos += 1  # attributes: unused
-        b = data[pos]  # timestampDelta: varlong
-        if b < 0x80:
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                pos += 2
+        ts_delta, pos = read_varlong(FORMAT, data, pos, "timestampDelta")
+        offset_delta, pos = read_varint(FORMAT, data, pos, "offsetDelta")
+        run.ts_deltas.append(ts_delta)
+        run.offset_deltas.append(offset_delta)
+        for column, what in ((run.keys, "keyLength"), (run.values, "valueLength")):
+            size, pos = read_varint(FORMAT, data, pos, what)
+            if size < 0:  # any negative length is null (Java)
+                column.append(None)
             else:
-                b, pos = read_varlong_bits(FORMAT, data, pos, "timestampDelta")
-        add_ts((b >> 1) ^ -(b & 1))
-        b = data[pos]  # offsetDelta: varint
-        if b < 0x80:
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                pos += 2
-            else:
-                b, pos = read_varint_bits(FORMAT, data, pos, "offsetDelta")
-        add_offset((b >> 1) ^ -(b & 1))
-        b = data[pos]  # keyLength: varint, odd bits = negative = null
-        if b < 0x80:
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                pos += 2
-            else:
-                b, pos = read_varint_bits(FORMAT, data, pos, "keyLength")
-        if b & 1:
-            add_key(None)
-        else:
-            b >>= 1
-            add_key(data[pos : pos + b])
-            pos += b
-        b = data[pos]  # valueLength: varint
-        if b < 0x80:
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                b = (b & 0x7F) | (c << 7)
-                pos += 2
-            else:
-                b, pos = read_varint_bits(FORMAT, data, pos, "valueLength")
-        if b & 1:
-            add_value(None)
-        else:
-            b >>= 1
-            add_value(data[pos : pos + b])
-            pos += b
+                column.append(data[pos : pos + size])
+                pos += size
         if data[pos]:  # headersCount
             pos = _v2_headers(data, pos, index, run.headers)
         else:
@@ -752,7 +695,8 @@ class _RowBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self.compiled = FAST_WALK() if FAST_WALK else None  # the last one's arrays are out
+        # new buffers per flush: the batches already yielded share the last ones
+        self.compiled = COMPILED_COLUMNS() if COMPILED_COLUMNS else None
         self.runs: list[_Run] = []
         self.rows = 0
         self.data_bytes = 0

@@ -47,7 +47,7 @@ def decode_all(stream_or_bytes, source: str = "mem.log", fmt: str = "kafka", **o
     return decoded
 
 
-WALKS = {  # decoder.FAST_WALK for each path; the compiled one is skipped without numba
+WALKS = {  # decoder.COMPILED_COLUMNS for each path; the compiled one is skipped without numba
     "pure": lambda: None,
     "compiled": lambda: pytest.importorskip("wirecodecs.kafka.fastpath").Columns,
 }
@@ -63,11 +63,11 @@ def decode(request):
         assert walk().walk(b"\x16\x00\x00\x00\x01\x02v\x02\x02k\x02x", 1) is not None
 
     def decode_with_walk(*args, **options) -> Decoded:
-        chosen = kafka_decoder.FAST_WALK
-        kafka_decoder.FAST_WALK = walk
+        chosen = kafka_decoder.COMPILED_COLUMNS
+        kafka_decoder.COMPILED_COLUMNS = walk
         try:
             return decode_all(*args, **options)
         finally:
-            kafka_decoder.FAST_WALK = chosen
+            kafka_decoder.COMPILED_COLUMNS = chosen
 
     return decode_with_walk

@@ -16,7 +16,7 @@ Times are the best of --repeat runs (wall clock, including the file read). Memor
 child's peak resident set (`ru_maxrss`) and its growth over the child's state after
 imports: RSS, unlike tracemalloc, also sees Arrow's native buffers.
 
-    ./wirelake bench [--size-mb 50] [--repeat 3] [--json]
+    ./wirelake bench kafka [--size-mb 50] [--repeat 3] [--json]
 """
 
 from __future__ import annotations

@@ -7,15 +7,36 @@ registering it, never adding a branch elsewhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 
-Decoded = pa.RecordBatch | Quarantined
+
+@dataclass(frozen=True)
+class TableRows:
+    """Rows of one of a format's companion tables (`WireFormat.tables`), yielded by its
+    decoder between the main table's record batches."""
+
+    table: str
+    batch: pa.RecordBatch
+
+
+Decoded = pa.RecordBatch | Quarantined | TableRows
 DecodeFn = Callable[[BinaryIO, str, FileAccounting, Mapping[str, object]], Iterator[Decoded]]
+DecodeValueFn = Callable[[bytes, Mapping[str, object]], list[dict]]
+
+
+@dataclass(frozen=True)
+class PayloadCodec:
+    """How a format decodes one message carried inside another format's frame (a Kafka
+    record value): `decode_value(value, options)` returns its rows as dicts keyed by the
+    format's column names, lineage pair (source_file, byte_offset) left out, or raises
+    DecodeError."""
+
+    decode_value: DecodeValueFn
 
 
 def every_file(relative_path: str) -> bool:
@@ -35,6 +56,10 @@ class WireFormat:
     `data_file(relative_path)` says whether a landed file holds frames; formats whose
     dumps come with companion files (indexes, checkpoints) leave those out, so the job
     neither decodes them nor reports their bytes as garbage.
+
+    `payload` lets another format's frames carry this one's messages (see `source_format`);
+    `tables` names companion tables (name -> schema) whose rows the decoder yields as
+    `TableRows`; the decode job writes table T of source S beside S as S_T.
     """
 
     name: str
@@ -42,6 +67,8 @@ class WireFormat:
     decode: DecodeFn
     options: Mapping[str, object]  # option name -> default; anything else is rejected
     data_file: Callable[[str], bool] = every_file
+    payload: PayloadCodec | None = None  # set when the format's messages ride in envelopes
+    tables: Mapping[str, pa.Schema] = field(default_factory=dict)  # companion tables
 
 
 class UnknownFormatError(ValueError):

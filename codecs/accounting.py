@@ -38,6 +38,8 @@ class FileAccounting:
     frames_bad: int = 0
     records_good: int = 0
     records_bad: int = 0  # records known lost inside bad frames (when a count was declared)
+    payloads_good: int = 0  # messages carried in good frames' records (envelope + payload)
+    payloads_bad: int = 0  # ... that the payload format rejected (each one quarantined)
     stop_reason: str = "eof"  # eof | truncated_tail | a DecodeError kind that ended the walk
 
     @property

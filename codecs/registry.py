@@ -6,6 +6,7 @@ registering it, never adding a branch elsewhere.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -59,7 +60,8 @@ class WireFormat:
 
     `payload` lets another format's frames carry this one's messages (see `source_format`);
     `tables` names companion tables (name -> schema) whose rows the decoder yields as
-    `TableRows`; the decode job writes table T of source S beside S as S_T.
+    `TableRows`; the decode job writes table T of source S beside S as S_T. `schema` is
+    the main table's schema with default options; see `row_schema`.
     """
 
     name: str
@@ -69,6 +71,12 @@ class WireFormat:
     data_file: Callable[[str], bool] = every_file
     payload: PayloadCodec | None = None  # set when the format's messages ride in envelopes
     tables: Mapping[str, pa.Schema] = field(default_factory=dict)  # companion tables
+    schema_for: Callable[[Mapping[str, object]], pa.Schema] | None = None
+
+    def row_schema(self, options: Mapping[str, object]) -> pa.Schema:
+        """The main table's schema for a run with `options` (`schema_for`, when the
+        format's columns depend on its options, e.g. a configured record schema)."""
+        return self.schema if self.schema_for is None else self.schema_for(options)
 
 
 class UnknownFormatError(ValueError):
@@ -81,12 +89,23 @@ def _formats() -> dict[str, WireFormat]:
     return {fmt.name: fmt for fmt in (KAFKA,)}
 
 
+def _envelopes() -> dict[str, Callable[[WireFormat], WireFormat]]:
+    """Envelope format name -> how it builds the format of a source carrying a payload."""
+    from wirecodecs.kafka.carrier import carrying
+
+    return {"kafka": carrying}
+
+
 def names() -> list[str]:
     return sorted(_formats())
 
 
 def get(name: str) -> WireFormat:
-    """The format called `name`, or an error that lists the known ones."""
+    """The format called `name` ("<envelope>+<payload>" for a carried payload), or an
+    error that lists the known ones."""
+    envelope, plus, payload = name.partition("+")
+    if plus:
+        return source_format(envelope, payload)
     try:
         return _formats()[name]
     except KeyError:
@@ -111,19 +130,33 @@ def resolve_options(fmt: WireFormat, given: Mapping[str, object]) -> dict[str, o
     return overlay(fmt.options, given, f"option(s) for format {fmt.name}")
 
 
-PAYLOAD_CODECS = ("raw",)  # how a frame's content is decoded; "raw" keeps it as bytes
+RAW_PAYLOAD = "raw"  # frames' contents kept as the envelope format's own columns
 
 
-def source_format(envelope: str, payload: str = "raw") -> WireFormat:
+def source_format(envelope: str, payload: str = RAW_PAYLOAD) -> WireFormat:
     """The format of a source whose frames are cut by `envelope` and hold `payload`.
 
     Kafka segments whose record values are another format's messages are declared as
-    envelope ``kafka`` with that payload; ``raw`` keeps the value bytes as they are.
+    envelope ``kafka`` with that format as payload; ``raw`` keeps the values as bytes.
     """
     fmt = get(envelope)
-    if payload not in PAYLOAD_CODECS:
+    if payload == RAW_PAYLOAD:
+        return fmt
+    carriers = _envelopes()
+    if envelope not in carriers:
         raise UnknownFormatError(
-            f"unknown payload codec {payload!r} for envelope {envelope!r}; "
-            f"known: {', '.join(PAYLOAD_CODECS)}"
+            f"envelope {envelope!r} carries no payloads; envelopes that do: "
+            f"{', '.join(sorted(carriers))}"
         )
-    return fmt
+    payloads = {name for name, carried in _formats().items() if carried.payload is not None}
+    if payload not in payloads:
+        raise UnknownFormatError(
+            f"unknown payload {payload!r} for envelope {envelope!r}; known: "
+            f"{', '.join([RAW_PAYLOAD, *sorted(payloads)])}"
+        )
+    return _carried(envelope, payload)
+
+
+@functools.cache
+def _carried(envelope: str, payload: str) -> WireFormat:
+    return _envelopes()[envelope](get(payload))

@@ -410,4 +410,8 @@ def _kafka_sample_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     return files
 
 
+# Sample writers by SOURCE name (dags/sources.yaml): the demo lands each source's day.
 SAMPLE_WRITERS: dict[str, SampleWriter] = {"kafka": _kafka_sample_day}
+# Files the demo writes under <data_root>/secrets/ (mode 0600) for the sample sources,
+# e.g. signing keys: name -> content. Real deployments put their own there.
+SAMPLE_SECRETS: dict[str, bytes] = {}

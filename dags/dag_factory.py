@@ -56,17 +56,24 @@ def _check_source(path: Path, name: str, source: Any) -> None:
     rate = source["decode"].get("max_error_rate", 0.0)
     if not isinstance(rate, int | float) or not 0 <= rate <= 1:
         raise ConfigError(f"{where}.decode.max_error_rate must be a number in [0, 1], not {rate!r}")
-    if "suite" not in source["validate"]:
-        raise ConfigError(f"{where}.validate: missing 'suite'")
+    entries = validations(source)
+    if not entries or not all(isinstance(entry, dict) and "suite" in entry for entry in entries):
+        raise ConfigError(f"{where}.validate: needs a mapping with a 'suite' (or a list of them)")
+    suites = [entry["suite"] for entry in entries]
+    if len(set(suites)) != len(suites):
+        raise ConfigError(f"{where}.validate: suite listed twice in {suites}")
+
+
+def _data_root(config: dict[str, Any]) -> str:
+    """$WIRELAKE_DATA, else the config's paths.data_root, relative to the project."""
+    data_root = os.environ.get("WIRELAKE_DATA") or config.get("paths", {}).get("data_root", "data")
+    return data_root if "://" in data_root else str((PROJECT_ROOT / data_root).resolve())
 
 
 def _paths(config: dict[str, Any], source: str) -> dict[str, str]:
     """Landing (templated with {{ ds }}), warehouse and reports locations for a source."""
     paths = config.get("paths", {})
-    data_root = os.environ.get("WIRELAKE_DATA") or paths.get("data_root", "data")
-    if "://" not in data_root:
-        data_root = str((PROJECT_ROOT / data_root).resolve())
-    fields = {"data_root": data_root, "source": source, "ds": "{{ ds }}"}
+    fields = {"data_root": _data_root(config), "source": source, "ds": "{{ ds }}"}
     return {
         key: paths.get(key, default).format(**fields)
         for key, default in (
@@ -82,11 +89,20 @@ def landing_complete(landing: str, marker: str) -> bool:
     return (ObjectStoragePath(landing) / marker).exists()
 
 
-def _pairs(flag: str, mapping: dict[str, Any]) -> list[str]:
+def _pairs(flag: str, mapping: dict[str, Any], data_root: str) -> list[str]:
+    """`flag key=value` per entry; "{data_root}" in a value becomes the data root (so a
+    decoder option can name a secrets file kept beside the lake, not in the repository)."""
     args: list[str] = []
     for key, value in sorted(mapping.items()):
-        args += [flag, f"{key}={value}"]
+        text = value.replace("{data_root}", data_root) if isinstance(value, str) else value
+        args += [flag, f"{key}={text}"]
     return args
+
+
+def validations(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """The source's `validate` entries: one mapping, or a list of them (one suite each)."""
+    validate = source["validate"]
+    return validate if isinstance(validate, list) else [validate]
 
 
 def _spark_task(task_id: str, job: str, args: list[str], source: str, settings: dict) -> Any:
@@ -110,7 +126,8 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
     paths = _paths(config, name)
     check = settings.get("landing_check", {})
     decode = source["decode"]
-    validate = source["validate"]
+    suites = [entry["suite"] for entry in validations(source)]
+    data_root = _data_root(config)
     default_args = {
         "owner": settings.get("owner", "data-platform"),
         # WIRELAKE_RETRIES=0 (set by the demo) makes an interactive run fail at the first
@@ -124,10 +141,10 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         f"Envelope `{source['envelope']}`, payload `{source.get('payload', 'raw')}`. Each run "
         f"waits for `{check.get('marker', '_SUCCESS')}` in `{paths['landing']}`, decodes the "
         f"day into `{paths['warehouse']}/{name}/dt=<ds>/` (quarantine and manifest beside it), "
-        f"then runs the `{validate['suite']}` expectation suite and publishes the results to "
-        f"`{paths['reports']}/{name}/dt=<ds>/`. Backfill with `airflow backfill create "
-        f"--dag-id wirelake_{name} --from-date START --to-date END`; a rerun replaces only "
-        f"its own day's partition."
+        f"then runs the expectation suite(s) {', '.join(f'`{suite}`' for suite in suites)} and "
+        f"publishes the results under `{paths['reports']}/`. Backfill with "
+        f"`airflow backfill create --dag-id wirelake_{name} --from-date START --to-date END`; "
+        f"a rerun replaces only its own day's partition."
     )
     with DAG(
         dag_id=f"wirelake_{name}",
@@ -155,21 +172,20 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--warehouse", paths["warehouse"],
             "--error-policy", decode.get("error_policy", "quarantine"),
             "--max-error-rate", str(decode.get("max_error_rate", 0.0)),
-            *_pairs("--option", decode.get("options", {})),
+            *_pairs("--option", decode.get("options", {}), data_root),
         ]  # fmt: skip
-        validate_args = [
-            "--source", name,
-            "--suite", validate["suite"],
-            "--date", "{{ ds }}",
-            "--warehouse", paths["warehouse"],
-            "--reports", paths["reports"],
-            *_pairs("--param", validate.get("params", {})),
-        ]  # fmt: skip
-        (
-            wait
-            >> _spark_task("decode", "decode.py", decode_args, name, settings)
-            >> _spark_task("validate", "validate.py", validate_args, name, settings)
-        )
+        decoded = wait >> _spark_task("decode", "decode.py", decode_args, name, settings)
+        for entry in validations(source):
+            validate_args = [
+                "--source", name,
+                "--suite", entry["suite"],
+                "--date", "{{ ds }}",
+                "--warehouse", paths["warehouse"],
+                "--reports", paths["reports"],
+                *_pairs("--param", entry.get("params", {}), data_root),
+            ]  # fmt: skip
+            task_id = "validate" if len(suites) == 1 else f"validate_{entry['suite']}"
+            decoded >> _spark_task(task_id, "validate.py", validate_args, name, settings)
     return dag
 
 

@@ -34,26 +34,48 @@ class RunFacts:
     manifest: Mapping
 
 
+Param = float | str  # a number, or text (a list is comma-separated text: see `names_list`)
+
+
 @dataclass(frozen=True)
 class SuiteSpec:
-    """A named suite: its parameters (name -> default) and how to build its expectations."""
+    """A named suite: its parameters (name -> default) and how to build its expectations.
+
+    `table` names the companion table the suite checks (e.g. "packets" for <source>_packets);
+    None is the source's main table.
+    """
 
     name: str
     description: str
-    defaults: Mapping[str, float]
-    expectations: Callable[[RunFacts, Mapping[str, float]], list[Expectation]]
+    defaults: Mapping[str, Param]
+    expectations: Callable[[RunFacts, Mapping[str, Param]], list[Expectation]]
+    table: str | None = None
 
-    def resolve(self, given: Mapping[str, float]) -> dict[str, float]:
-        """Defaults overlaid with `given`; an unknown parameter is a configuration error."""
-        return overlay(self.defaults, given, f"parameter(s) for suite {self.name}")
+    def resolve(self, given: Mapping[str, object]) -> dict[str, Param]:
+        """Defaults overlaid with `given`, each value of its default's kind (number or
+        text); an unknown parameter or a value of the wrong kind is a configuration error."""
+        params = overlay(self.defaults, given, f"parameter(s) for suite {self.name}")
+        for key, value in params.items():
+            if isinstance(self.defaults[key], str):
+                params[key] = str(value)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                params[key] = float(value)
+            else:
+                raise ValueError(f"suite {self.name} parameter {key} must be a number: {value!r}")
+        return params
 
-    def build(self, facts: RunFacts, given: Mapping[str, float]) -> gx.ExpectationSuite:
+    def build(self, facts: RunFacts, given: Mapping[str, object]) -> gx.ExpectationSuite:
         params = self.resolve(given)
         return gx.ExpectationSuite(
             name=self.name,
             expectations=self.expectations(facts, params),
             meta={"description": self.description, "dt": facts.date.isoformat(), **params},
         )
+
+
+def names_list(text: str) -> list[str]:
+    """A comma-separated text parameter as its names, blanks dropped ("a, b" -> [a, b])."""
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def meta(critical: bool, why: str) -> dict:

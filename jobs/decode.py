@@ -26,6 +26,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 from pyarrow import fs as pafs
@@ -55,6 +56,8 @@ from jobs.tagged import (
     ROW,
     UNIT_SCHEMA,
     decode_partition,
+    table_column,
+    table_kind,
     tagged_schema,
 )
 from wirecodecs import FileAccounting, WireFormat
@@ -214,7 +217,7 @@ def decode_tagged(
         options=args.options,
         filesystem=filesystem,
     )
-    schema = tagged_schema(fmt.schema)
+    schema = tagged_schema(fmt.row_schema(args.options), fmt.tables)
     return (
         spark.createDataFrame(units, from_arrow_schema(UNIT_SCHEMA))
         .mapInArrow(decode, from_arrow_schema(schema, prefer_timestamp_ntz=False))
@@ -225,8 +228,18 @@ def decode_tagged(
 # --- transform ----------------------------------------------------------------------
 
 
-def rows_frame(tagged: DataFrame, fmt: WireFormat, date: dt.date) -> DataFrame:
-    return tagged.where(F.col(KIND) == ROW).select(*fmt.schema.names).withColumn("dt", F.lit(date))
+def rows_frame(tagged: DataFrame, columns: list[str], date: dt.date) -> DataFrame:
+    """The main table's rows of the day."""
+    return tagged.where(F.col(KIND) == ROW).select(*columns).withColumn("dt", F.lit(date))
+
+
+def table_frame(tagged: DataFrame, fmt: WireFormat, table: str, date: dt.date) -> DataFrame:
+    """The rows of companion table `table`, under their own column names."""
+    return (
+        tagged.where(F.col(KIND) == table_kind(table))
+        .select(*(F.col(table_column(table, name)).alias(name) for name in fmt.tables[table].names))
+        .withColumn("dt", F.lit(date))
+    )
 
 
 def quarantine_frame(tagged: DataFrame, fmt: WireFormat, date: dt.date) -> DataFrame:
@@ -263,29 +276,44 @@ def check_accounting(accounts: list[dict], files: list[DataFile]) -> None:
         raise JobFailed("byte accounting does not balance:\n  " + "\n  ".join(problems))
 
 
-def summarise(accounts: list[dict]) -> dict:
-    """Run totals over the per-file accounting."""
+def summarise(accounts: list[dict], tables: Iterable[str] = ()) -> dict:
+    """Run totals over the per-file accounting (`tables`: the format's companion tables)."""
     totals = {key: sum(entry[key] for entry in accounts) for key in COUNTS}
-    frames = totals["frames_good"] + totals["frames_bad"]
     totals["files"] = len(accounts)
     totals["truncated_tail_files"] = sum(1 for entry in accounts if entry["bytes_truncated_tail"])
-    totals["error_rate"] = totals["frames_bad"] / frames if frames else 0.0
+    totals["table_rows"] = {
+        table: sum(entry["table_rows"][table] for entry in accounts) for table in tables
+    }
+    totals["error_rate"] = max(
+        _rate(totals["frames_bad"], totals["frames_good"]),
+        _rate(totals["payloads_bad"], totals["payloads_good"]),
+    )
     return totals
+
+
+def _rate(bad: int, good: int) -> float:
+    return bad / (bad + good) if bad + good else 0.0
 
 
 def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) -> None:
     """Fail the run when the error policy or the error-rate threshold says so."""
-    if args.error_policy == "fail" and totals["frames_bad"]:
-        reason = f"error policy 'fail' and {totals['frames_bad']} bad frame(s)"
+    payloads = totals["payloads_good"] + totals["payloads_bad"]
+    carried = f"; {totals['payloads_bad']} of {payloads} payloads" if payloads else ""
+    if args.error_policy == "fail" and (totals["frames_bad"] or totals["payloads_bad"]):
+        reason = f"error policy 'fail' and {totals['frames_bad']} bad frame(s){carried}"
     elif totals["error_rate"] > args.max_error_rate:
         reason = (
             f"error rate {totals['error_rate']:.4%} ({totals['frames_bad']} of "
-            f"{totals['frames_good'] + totals['frames_bad']} frames) is above "
+            f"{totals['frames_good'] + totals['frames_bad']} frames{carried}) is above "
             f"--max-error-rate {args.max_error_rate:.4%}"
         )
     else:
         return
-    files = [f"{e['source']}: {e['frames_bad']} bad frame(s)" for e in accounts if e["frames_bad"]]
+    files = [
+        f"{e['source']}: {e['frames_bad']} bad frame(s), {e['payloads_bad']} bad payload(s)"
+        for e in accounts
+        if e["frames_bad"] or e["payloads_bad"]
+    ]
     first = (
         tagged.where(F.col(KIND) == QUARANTINE)
         .orderBy("source_file", "byte_offset")
@@ -337,6 +365,12 @@ def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, r
             "quarantine": None
             if args.error_policy == "skip"
             else layout.quarantine_dir(args.warehouse, args.source, args.date),
+            "tables": {
+                table: layout.partition_dir(
+                    args.warehouse, layout.table_name(args.source, table), args.date
+                )
+                for table in wirecodecs.get(args.format).tables
+            },
         },
         "run": run,
         "totals": totals,
@@ -370,7 +404,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     try:
         accounts = collect_accounting(tagged)
         check_accounting(accounts, listing.files)
-        totals = summarise(accounts)
+        totals = summarise(accounts, fmt.tables)
         log.info(
             "decoded %d file(s): %d rows, %d quarantined frame(s), error rate %.4f%%",
             totals["files"],
@@ -383,7 +417,15 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         # crash part-way leaves no manifest that would vouch for half-replaced outputs.
         storage.remove_file(manifest_path)
         table = layout.table_dir(args.warehouse, args.source)
-        save_partition(rows_frame(tagged, fmt, args.date), table, args.date, not totals["rows"])
+        columns = fmt.row_schema(args.options).names
+        save_partition(rows_frame(tagged, columns, args.date), table, args.date, not totals["rows"])
+        for name in fmt.tables:
+            save_partition(
+                table_frame(tagged, fmt, name, args.date),
+                layout.table_dir(args.warehouse, layout.table_name(args.source, name)),
+                args.date,
+                not totals["table_rows"][name],
+            )
         quarantine = layout.quarantine_table_dir(args.warehouse, args.source)
         save_partition(
             quarantine_frame(tagged, fmt, args.date),
@@ -410,7 +452,8 @@ def summary_line(manifest: dict) -> str:
         f"decode {manifest['source']} dt={manifest['dt']}: files={totals['files']} "
         f"bytes={totals['bytes_total']} rows={totals['rows']} "
         f"quarantined={totals['quarantine_items']} "
-        f"truncated_tails={totals['truncated_tail_files']} "
+        + "".join(f"{table}_rows={rows} " for table, rows in totals["table_rows"].items())
+        + f"truncated_tails={totals['truncated_tail_files']} "
         f"error_rate={totals['error_rate']:.4%} "
         f"elapsed={manifest['run']['elapsed_seconds']:.1f}s"
     )

@@ -53,21 +53,37 @@ def run_logged(command: list[str], log: Path, env: dict[str, str]) -> tuple[int,
     return code, time.monotonic() - started
 
 
+def write_secrets(data_root: Path) -> None:
+    """The sample sources' secrets (e.g. signing keys), readable by the owner only."""
+    folder = data_root / "secrets"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name, content in samples.SAMPLE_SECRETS.items():
+        path = folder / name
+        path.touch(mode=0o600)
+        path.chmod(0o600)  # also when it existed with wider rights
+        path.write_bytes(content)
+
+
 def summarize(source: str, date: dt.date, data_root: Path) -> list[str]:
     """What one source's run produced, read back from the lake itself."""
     warehouse, reports = data_root / "warehouse", data_root / "reports"
     lines = [f"  {source}"]
-    partition = layout.partition_dir(str(warehouse), source, date)
-    if Path(partition).exists():
-        rows = ds.dataset(partition, format="parquet").count_rows()
-        lines.append(f"    rows written        {rows:>10,}  {partition}")
+    manifest_path = Path(layout.manifest_path(str(warehouse), source, date))
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    tables = [source] + [
+        layout.table_name(source, table) for table in manifest.get("outputs", {}).get("tables", {})
+    ]
+    for table in tables:
+        partition = layout.partition_dir(str(warehouse), table, date)
+        if Path(partition).exists():
+            rows = ds.dataset(partition, format="parquet").count_rows()
+            lines.append(f"    rows written        {rows:>10,}  {partition}")
     quarantine = layout.quarantine_dir(str(warehouse), source, date)
     if Path(quarantine).exists():
         bad = ds.dataset(quarantine, format="parquet").count_rows()
         lines.append(f"    rows quarantined    {bad:>10,}  {quarantine}")
-    manifest_path = Path(layout.manifest_path(str(warehouse), source, date))
-    if manifest_path.exists():
-        totals = json.loads(manifest_path.read_text())["totals"]
+    if manifest:
+        totals = manifest["totals"]
         lines.append(
             f"    bytes               {totals['bytes_total']:>10,}  decoded "
             f"{totals['bytes_decoded']:,}, quarantined {totals['bytes_quarantined']:,}, "
@@ -75,15 +91,17 @@ def summarize(source: str, date: dt.date, data_root: Path) -> list[str]:
             f"skipped {totals['bytes_skipped']:,}"
         )
         lines.append(f"    manifest                        {manifest_path}")
-    result_path = Path(layout.validation_path(str(reports), source, date))
-    if result_path.exists():
+    for table in tables:
+        result_path = Path(layout.validation_path(str(reports), table, date))
+        if not result_path.exists():
+            continue
         result = json.loads(result_path.read_text())
         outcomes = [item["success"] for item in result["results"]]
         lines.append(
             f"    expectations        {outcomes.count(True):>4} passed {outcomes.count(False):>3} "
             f"failed  {result_path}"
         )
-        docs = Path(layout.data_docs_dir(str(reports), source, date)) / "index.html"
+        docs = Path(layout.data_docs_dir(str(reports), table, date)) / "index.html"
         if docs.exists():
             lines.append(f"    data docs                       {docs}")
     return lines
@@ -102,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(landing, ignore_errors=True)
         written = samples.write_sample_day(source, landing, args.date, seed=args.seed)
         print(f"  sample {source}: {written.describe()} -> {landing}", flush=True)
+    write_secrets(data_root)
 
     code, took = run_logged(["airflow", "db", "migrate"], logs / "airflow-db-migrate.log", env)
     if code:

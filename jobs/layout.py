@@ -30,6 +30,11 @@ def table_dir(warehouse: str, source: str) -> str:
     return join(warehouse, source)
 
 
+def table_name(source: str, table: str | None) -> str:
+    """The table a source's companion table `table` is written to (None: the main one)."""
+    return source if table is None else f"{source}_{table}"
+
+
 def partition_dir(warehouse: str, source: str, date: dt.date) -> str:
     return join(table_dir(warehouse, source), partition(date))
 

@@ -17,6 +17,7 @@ from pyarrow import fs as pafs
 
 import wirecodecs
 from wirecodecs import FileAccounting, Quarantined, WireFormat
+from wirecodecs.registry import TableRows
 
 KIND = "_kind"
 ROW, QUARANTINE, ACCOUNTING = "row", "quarantine", "accounting"
@@ -41,12 +42,28 @@ UNIT_SCHEMA = pa.schema(
 STREAM_BUFFER_BYTES = 1 << 20  # read-ahead of remote streams; the decoder bounds the rest
 
 
-def tagged_schema(row_schema: pa.Schema) -> pa.Schema:
-    """Kind, then the format's row columns, then quarantine and accounting columns."""
+def table_kind(table: str) -> str:
+    """The `_kind` of a companion table's rows."""
+    return f"{ROW}:{table}"
+
+
+def table_column(table: str, column: str) -> str:
+    """Where a companion table's column travels in the tagged stream."""
+    return f"_t_{table}__{column}"
+
+
+def tagged_schema(row_schema: pa.Schema, tables: Mapping[str, pa.Schema]) -> pa.Schema:
+    """Kind, the main table's row columns, each companion table's (prefixed), then
+    quarantine and accounting columns."""
     return pa.schema(
         [
             pa.field(KIND, pa.string(), nullable=False),
             *(field.with_nullable(True) for field in row_schema),
+            *(
+                field.with_name(table_column(table, field.name)).with_nullable(True)
+                for table, schema in tables.items()
+                for field in schema
+            ),
             *(pa.field(name, type_) for name, (_, type_) in QUARANTINE_COLUMNS.items()),
             pa.field(ACCOUNTING_JSON, pa.string()),
         ]
@@ -63,7 +80,7 @@ def decode_partition(
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow function: decode every file of the partition's work units in turn."""
     fmt = wirecodecs.source_format(envelope, payload)
-    schema = tagged_schema(fmt.schema)
+    schema = tagged_schema(fmt.row_schema(options), fmt.tables)
     for batch in units:
         for unit in batch.to_pylist():
             try:
@@ -83,38 +100,59 @@ def decode_file(
     """Stream one file through the decoder; the file's accounting row comes last."""
     accounting = FileAccounting(source=uri, format=fmt.name)
     rows = quarantine_items = 0
+    table_rows = dict.fromkeys(fmt.tables, 0)
+    row_schema = fmt.row_schema(options)
     stream = filesystem.open_input_stream(path, compression=None, buffer_size=STREAM_BUFFER_BYTES)
     with stream:
         for item in fmt.decode(stream, uri, accounting, options):
             if isinstance(item, Quarantined):
                 quarantine_items += 1
                 yield _quarantine_batch(item, schema)
+            elif isinstance(item, TableRows):
+                table_rows[item.table] += item.batch.num_rows
+                yield _table_batch(item, fmt, schema)
             else:
                 rows += item.num_rows
-                yield _row_batch(item, fmt, schema)
-    summary = {**accounting.to_dict(), "rows": rows, "quarantine_items": quarantine_items}
+                yield _tagged_batch(ROW, "", item, row_schema, schema)
+    summary = {
+        **accounting.to_dict(),
+        "rows": rows,
+        "quarantine_items": quarantine_items,
+        "table_rows": table_rows,
+    }
     yield pa.RecordBatch.from_pylist(
         [{KIND: ACCOUNTING, "source_file": uri, ACCOUNTING_JSON: json.dumps(summary)}],
         schema=schema,
     )
 
 
-def _row_batch(batch: pa.RecordBatch, fmt: WireFormat, schema: pa.Schema) -> pa.RecordBatch:
-    if batch.schema.names != fmt.schema.names or batch.schema.types != fmt.schema.types:
+def _tagged_batch(
+    kind: str, prefix: str, batch: pa.RecordBatch, expected: pa.Schema, schema: pa.Schema
+) -> pa.RecordBatch:
+    """`batch`, which must match `expected`, in its (`prefix`ed) columns of the tagged
+    `schema`; every other column null."""
+    if batch.schema.names != expected.names or batch.schema.types != expected.types:
         raise TypeError(
-            f"{fmt.name} decoder yielded a batch that does not match the format schema:\n"
-            f"{batch.schema}"
+            f"{kind}: the decoder yielded a batch that does not match its schema:\n"
+            f"{batch.schema}\nexpected:\n{expected}"
         )
     n = batch.num_rows
-    extra = schema.names[1 + batch.num_columns :]
+    given = {prefix + name: batch.column(name) for name in batch.schema.names}
     return pa.RecordBatch.from_arrays(
         [
-            pa.repeat(pa.scalar(ROW, pa.string()), n),
-            *batch.columns,
-            *(pa.nulls(n, schema.field(name).type) for name in extra),
+            pa.repeat(pa.scalar(kind, pa.string()), n),
+            *(given.get(field.name, pa.nulls(n, field.type)) for field in list(schema)[1:]),
         ],
         schema=schema,
     )
+
+
+def _table_batch(item: TableRows, fmt: WireFormat, schema: pa.Schema) -> pa.RecordBatch:
+    if item.table not in fmt.tables:
+        raise TypeError(f"{fmt.name} decoder yielded rows of an undeclared table {item.table!r}")
+    prefix = table_column(item.table, "")
+    kind = table_kind(item.table)
+    return _tagged_batch(kind, prefix, item.batch, fmt.tables[item.table], schema)
 
 
 def _quarantine_batch(item: Quarantined, schema: pa.Schema) -> pa.RecordBatch:

@@ -3,11 +3,13 @@
     spark-submit jobs/validate.py --source kafka --suite kafka --date 2024-03-01 \\
         --warehouse data/warehouse --reports data/reports [--param crc_error_budget=0.001 ...]
 
-Reads partition dt=D of <warehouse>/<source> and the decode run's manifest
-(<warehouse>/_manifests/<source>/dt=D/manifest.json), builds the Great Expectations
-context inside this job, runs the suite, and publishes <reports>/<source>/dt=D/
-validation.json and Data Docs (<reports>/<source>/dt=D/data_docs/index.html). Exits 1 when
-a critical expectation fails, naming each failed expectation with its figures.
+Reads partition dt=D of the table the suite checks, <warehouse>/<table> (the source's own
+table <source>, or its companion table <source>_<name> when the suite names one), and the
+decode run's manifest (<warehouse>/_manifests/<source>/dt=D/manifest.json), builds the
+Great Expectations context inside this job, runs the suite, and publishes
+<reports>/<table>/dt=D/validation.json and Data Docs (<reports>/<table>/dt=D/data_docs/
+index.html). Exits 1 when a critical expectation fails, naming each failed expectation
+with its figures.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from jobs.cli import (
     iso_date,
     key_value,
     run_job,
+    scalar,
     setup_logging,
 )
 
@@ -54,14 +57,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="suite parameter, a number (repeatable)",
+        help="suite parameter, a number or text (repeatable)",
     )
     args = parser.parse_args(argv)
     try:
         spec = registry.get(args.suite)
-        args.params = spec.resolve({key: float(value) for key, value in args.param})
-    except ValueError as exc:  # unknown suite or parameter, or a value that is no number
+        args.params = spec.resolve({key: scalar(value) for key, value in args.param})
+    except ValueError as exc:  # unknown suite or parameter, or a value of the wrong kind
         parser.error(str(exc))
+    args.table = spec.table
+    args.checked = layout.table_name(args.source, spec.table)  # the table the suite reads
     args.warehouse = storage.absolute(args.warehouse)
     args.reports = storage.absolute(args.reports)
     return args
@@ -75,13 +80,14 @@ def read_manifest(args) -> tuple[str, dict]:
 
 
 def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
-    """Partition D of the source's table; empty (format schema) when the run wrote none,
-    so the count reconciliation, not a read error, reports a missing partition."""
-    location = layout.partition_dir(args.warehouse, args.source, args.date)
+    """Partition D of the checked table; empty (its schema) when the run wrote none, so
+    the count reconciliation, not a read error, reports a missing partition."""
+    location = layout.partition_dir(args.warehouse, args.checked, args.date)
     if storage.exists(location):
         return spark.read.parquet(location)
     log.warning("partition %s does not exist; validating it as empty", location)
-    schema = wirecodecs.get(manifest["format"]).schema
+    fmt = wirecodecs.get(manifest["format"])
+    schema = fmt.row_schema(manifest["options"]) if args.table is None else fmt.tables[args.table]
     return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False))
 
 
@@ -91,16 +97,17 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     manifest_location, manifest = read_manifest(args)
     suite = registry.get(args.suite).build(RunFacts(args.date, manifest), args.params)
     frame = read_partition(spark, args, manifest)  # the Spark data source persists it
-    docs_dir = layout.data_docs_dir(args.reports, args.source, args.date)
+    docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
     try:
-        outcome = runner.validate(frame, suite, asset=args.source, docs_dir=docs)
+        outcome = runner.validate(frame, suite, asset=args.checked, docs_dir=docs)
         storage.publish_dir(docs, docs_dir)
     finally:
         shutil.rmtree(docs, ignore_errors=True)
     report = {
         **outcome.result,
         "source": args.source,
+        "table": args.checked,
         "suite": args.suite,
         "dt": args.date.isoformat(),
         "params": args.params,
@@ -109,7 +116,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         "critical_success": not outcome.critical_failures,
         "failures": outcome.failures,
         "data_docs": layout.join(docs_dir, "index.html"),
-        "result_path": layout.validation_path(args.reports, args.source, args.date),
+        "result_path": layout.validation_path(args.reports, args.checked, args.date),
     }
     storage.write_json(report["result_path"], report)
     return report
@@ -119,7 +126,7 @@ def summary_line(report: dict) -> str:
     stats = report["statistics"]
     critical = sum(1 for failure in report["failures"] if failure["critical"])
     return (
-        f"validate {report['source']} dt={report['dt']} suite={report['suite']}: "
+        f"validate {report['table']} dt={report['dt']} suite={report['suite']}: "
         f"{stats['evaluated_expectations']} expectations, "
         f"{stats['successful_expectations']} passed, "
         f"{stats['unsuccessful_expectations']} failed ({critical} critical); "

@@ -141,6 +141,8 @@ def test_landing_check_sees_the_marker(tmp_path):
         ({"decode": {"error_policy": "ignore"}}, "error_policy"),
         ({"decode": {"max_error_rate": 2}}, "max_error_rate"),
         ({"validate": {}}, "suite"),
+        ({"validate": []}, "suite"),
+        ({"validate": [{"suite": "kafka"}, {"suite": "kafka"}]}, "twice"),
         ({"envelopes": "kafka"}, "unknown key"),
     ],
 )
@@ -153,3 +155,26 @@ def test_bad_config_is_rejected_with_a_clear_message(tmp_path, patch, message):
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(dag_factory.ConfigError, match=message):
         dag_factory.load_config(path)
+
+
+def test_several_suites_and_data_root_options(tmp_path, monkeypatch_module):
+    """A list of validate entries gives one validate task per suite, all after decode;
+    "{data_root}" in an option or a parameter becomes the data root (secrets beside the lake)."""
+    import yaml
+
+    config = yaml.safe_load((DAGS / "sources.yaml").read_text())
+    kafka = config["sources"]["kafka"]
+    config["sources"] = {"twice": kafka}
+    kafka["decode"]["options"] = {"keys_file": "{data_root}/secrets/keys.json"}
+    kafka["validate"] = [
+        {"suite": "kafka", "params": {"crc_error_budget": 0.5}},
+        {"suite": "other", "params": {"names": "{data_root}"}},
+    ]
+    path = tmp_path / "sources.yaml"
+    path.write_text(yaml.safe_dump(config))
+    dag = dag_factory.build_dags(path)["wirelake_twice"]
+    decode = dag.get_task("decode")
+    assert sorted(decode.downstream_task_ids) == ["validate_kafka", "validate_other"]
+    assert "keys_file=/lake/secrets/keys.json" in decode.application_args
+    assert "names=/lake" in dag.get_task("validate_other").application_args
+    assert "crc_error_budget=0.5" in dag.get_task("validate_kafka").application_args

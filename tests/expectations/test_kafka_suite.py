@@ -256,7 +256,7 @@ def test_validate_job_without_a_manifest_fails(spark, tmp_path, caplog):
     ("change", "message"),
     [
         (("--suite", "kafak"), "unknown suite 'kafak'"),
-        (("--param", "crc_error_budget=lots"), "could not convert string to float"),
+        (("--param", "crc_error_budget=lots"), "crc_error_budget must be a number: 'lots'"),
         (("--date", "01/03/2024"), "not a date YYYY-MM-DD"),
     ],
 )

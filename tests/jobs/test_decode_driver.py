@@ -113,7 +113,7 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
         ((), {"--date": "2024-02-30"}, "not a date YYYY-MM-DD: '2024-02-30'"),
         ((), {"--landing": "missing"}, "landing folder not found"),
         ((), {"--envelope": "nope"}, "unknown format 'nope'"),
-        (("--payload", "avro9"), {}, "unknown payload codec 'avro9'"),
+        (("--payload", "avro9"), {}, "unknown payload 'avro9' for envelope 'kafka'"),
         ((), {"--source": "_quarantine"}, "--source must be a plain name"),
         (("--option", "no_such_option=1"), {}, "unknown option(s) for format kafka"),
         (("--option", "novalue"), {}, "expected key=value"),

@@ -84,9 +84,10 @@ class UnknownFormatError(ValueError):
 
 
 def _formats() -> dict[str, WireFormat]:
+    from wirecodecs.inlong import INLONG
     from wirecodecs.kafka import KAFKA
 
-    return {fmt.name: fmt for fmt in (KAFKA,)}
+    return {fmt.name: fmt for fmt in (KAFKA, INLONG)}
 
 
 def _envelopes() -> dict[str, Callable[[WireFormat], WireFormat]]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from wirecodecs.inlong import samples as inlong_samples
 from wirecodecs.kafka import encoder as enc
 from wirecodecs.registry import UnknownFormatError
 
@@ -411,7 +412,12 @@ def _kafka_sample_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
 
 
 # Sample writers by SOURCE name (dags/sources.yaml): the demo lands each source's day.
-SAMPLE_WRITERS: dict[str, SampleWriter] = {"kafka": _kafka_sample_day}
+SAMPLE_WRITERS: dict[str, SampleWriter] = {
+    "kafka": _kafka_sample_day,
+    "inlong": inlong_samples.length_prefixed_day,
+    "inlong_messages": inlong_samples.message_files_day,
+    "inlong_kafka": inlong_samples.kafka_day,
+}
 # Files the demo writes under <data_root>/secrets/ (mode 0600) for the sample sources,
 # e.g. signing keys: name -> content. Real deployments put their own there.
 SAMPLE_SECRETS: dict[str, bytes] = {}

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from expectations.checks import SuiteSpec
+from expectations.inlong import INLONG_KAFKA_SUITE, INLONG_SUITE
 from expectations.kafka import KAFKA_SUITE
 
-SUITES = {spec.name: spec for spec in (KAFKA_SUITE,)}
+SUITES = {
+    spec.name: spec
+    for spec in (
+        KAFKA_SUITE,
+        INLONG_SUITE,
+        INLONG_KAFKA_SUITE,
+    )
+}
 
 
 def names() -> list[str]:

@@ -163,7 +163,7 @@ def test_sample_writes_a_day_and_prints_its_counts(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["sample", "heka", "out", "--date", "2026-11-03"], "known: kafka"),
+        (["sample", "protobuf", "out", "--date", "2026-11-03"], "known: "),
         (["sample", "kafka", "out", "--date", "03/11/2026"], "YYYY-MM-DD"),
         (["dump", "kafka"], "FILE"),
         ([], "COMMAND"),

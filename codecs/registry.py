@@ -84,10 +84,11 @@ class UnknownFormatError(ValueError):
 
 
 def _formats() -> dict[str, WireFormat]:
+    from wirecodecs.hercules import HERCULES
     from wirecodecs.inlong import INLONG
     from wirecodecs.kafka import KAFKA
 
-    return {fmt.name: fmt for fmt in (KAFKA, INLONG)}
+    return {fmt.name: fmt for fmt in (KAFKA, INLONG, HERCULES)}
 
 
 def _envelopes() -> dict[str, Callable[[WireFormat], WireFormat]]:

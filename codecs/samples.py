@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from wirecodecs.hercules import samples as hercules_samples
 from wirecodecs.inlong import samples as inlong_samples
 from wirecodecs.kafka import encoder as enc
 from wirecodecs.registry import UnknownFormatError
@@ -417,6 +418,8 @@ SAMPLE_WRITERS: dict[str, SampleWriter] = {
     "inlong": inlong_samples.length_prefixed_day,
     "inlong_messages": inlong_samples.message_files_day,
     "inlong_kafka": inlong_samples.kafka_day,
+    "hercules": hercules_samples.gate_batch_day,
+    "hercules_kafka": hercules_samples.kafka_day,
 }
 # Files the demo writes under <data_root>/secrets/ (mode 0600) for the sample sources,
 # e.g. signing keys: name -> content. Real deployments put their own there.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from expectations.checks import SuiteSpec
+from expectations.hercules import HERCULES_KAFKA_SUITE, HERCULES_SUITE
 from expectations.inlong import INLONG_KAFKA_SUITE, INLONG_SUITE
 from expectations.kafka import KAFKA_SUITE
 
@@ -12,6 +13,8 @@ SUITES = {
         KAFKA_SUITE,
         INLONG_SUITE,
         INLONG_KAFKA_SUITE,
+        HERCULES_SUITE,
+        HERCULES_KAFKA_SUITE,
     )
 }
 

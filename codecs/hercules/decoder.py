@@ -1,0 +1,461 @@
+"""Decoder for landed Hercules data: gate batches, event streams, stream-read responses.
+
+Framings (option `framing`, spec §7): `batch` (the gate's /stream/send body: int32 count,
+then the events), `events` (events back to back with no count, e.g. one Kafka record
+value), `stream_read` (the stream API response: shard read state, then a batch). A body
+that was sent with `Content-Encoding: lz4` lands as an LZ4 block (no frame, no size
+prefix): option `compression` (`auto`: a source name ending in `.lz4`).
+
+Events have no length prefix and no checksum, so an event is found by reading it whole
+(`event.EventReader`). Damage policy:
+* an event that runs past the end of the file is a truncated tail (unless good events
+  start inside it: then a damaged length made it run on, and it is quarantined);
+* an event that cannot be read is quarantined from its first byte up to the next offset
+  where a version-1 event reads completely and is followed by another one (see
+  `_chain_reads` for the end of the file): every good event after the damage is kept.
+  Without such an offset within `max_event_bytes` (or once the file's resync budget is
+  spent), the rest of the file is quarantined;
+* an event that reads but is followed by bytes that are no event, while good events
+  start inside it, swallowed them through a damaged length: it is quarantined
+  (`misframed_event`) and they are kept;
+* a batch's events are counted against its declared count: missing events are
+  `records_bad`; bytes after the declared events (which Java ignores) are quarantined as
+  `trailing_bytes`; a negative count quarantines the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Iterator, Mapping
+from typing import BinaryIO
+
+import lz4.block
+import pyarrow as pa
+
+from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.binary import INT32
+from wirecodecs.errors import DecodeError
+from wirecodecs.hercules.event import FORMAT, Event, EventReader
+from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.stream import StreamWindow
+
+FRAMINGS = ("batch", "events", "stream_read")
+COMPRESSIONS = ("auto", "none", "lz4")
+
+OPTIONS: dict[str, object] = {
+    "framing": "batch",  # batch | events | stream_read
+    "compression": "auto",  # auto (.lz4 name: LZ4 block) | none | lz4
+    "max_event_bytes": 1 << 20,  # a larger event is corrupt (the gate accepts 500 000)
+    "max_depth": 100,  # container/vector nesting; deeper is corrupt (bounds the recursion)
+    "max_lz4_body_bytes": 100 << 20,  # decompressed LZ4 body bound (the gate's limit)
+    "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
+}
+_LOOKAHEAD = 64 << 10  # bytes buffered ahead of an event before it is read
+_FLUSH_ENTRIES = 1 << 16  # also yield once this many tag entries are buffered (memory)
+_STATE_ENTRY_BYTES = 12  # stream read state: partition int32, offset int64
+_RESYNC_TICKS = 7 * 24 * 3600 * 10**7  # a week: see `_chain_reads`
+_RESYNC_BUDGET = 2_000_000  # tag entries resync candidates may cost per file (~2 s)
+_LZ4_MAX_RATIO = 255  # an LZ4 block expands at most ~255x
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def decode(
+    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """Walk one landed file; yield row batches and quarantined regions in file order and
+    fill `accounting` (see the module docstring for the damage policy)."""
+    opts = _options(options)
+    if opts["compression"] == "lz4" or (
+        opts["compression"] == "auto" and source.lower().endswith(".lz4")
+    ):
+        yield from _decode_lz4(stream, source, accounting, opts)
+        return
+    window = StreamWindow(stream)
+    try:
+        yield from _Walk(window, source, accounting, opts).run()
+    finally:
+        accounting.bytes_total += window.bytes_read
+
+
+def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
+    """One event that is a whole Kafka record value, as one row dict (no lineage pair);
+    raises DecodeError when it does not read or does not fill the value exactly."""
+    opts = _options(options)
+    entries: list[tuple] = []
+    reader = EventReader(value, len(value), opts["max_depth"], entries)
+    event, end = reader.event(0, opts["max_event_bytes"])
+    if end != len(value):
+        raise DecodeError(
+            FORMAT, "trailing_bytes", f"{len(value) - end} bytes after the event", offset=end
+        )
+    micros = event_micros(event.timestamp)
+    when = None if micros is None else _EPOCH + dt.timedelta(microseconds=micros)
+    row = dict(zip(_HEAD_COLUMNS, _head(event, when), strict=True))
+    row["tags"] = [dict(zip(TAG_FIELDS, entry, strict=True)) for entry in entries]
+    return [row]
+
+
+def event_micros(ticks: int) -> int | None:
+    """event_time in microseconds (ticks floored), None outside years 1..9999."""
+    if EVENT_TIME_MIN_MS <= ticks // 10_000 <= EVENT_TIME_MAX_MS:
+        return ticks // 10
+    return None
+
+
+_HEAD_COLUMNS = ("event_time", "version", "timestamp", "uuid", "size", "tag_count", "tags_json")
+
+
+def _head(event: Event, event_time) -> tuple:
+    """An event's values for `_HEAD_COLUMNS`."""
+    return (event_time, event.version, event.timestamp, event.uuid, event.size,
+            event.tag_count, event.json)  # fmt: skip
+
+
+def _options(given: Mapping[str, object]) -> dict:
+    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
+    opts = {**OPTIONS, **given}
+    for name, default in OPTIONS.items():
+        value = opts[name]
+        if isinstance(default, int) and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise ValueError(f"hercules option {name} must be a positive integer: {value!r}")
+    if opts["framing"] not in FRAMINGS:
+        raise ValueError(f"hercules option framing must be one of {', '.join(FRAMINGS)}")
+    if opts["compression"] not in COMPRESSIONS:
+        raise ValueError(f"hercules option compression must be one of {', '.join(COMPRESSIONS)}")
+    if opts["max_depth"] > 200:
+        raise ValueError("hercules option max_depth must be at most 200 (recursion bound)")
+    return opts
+
+
+class _Rows:
+    """Events read since the last flush, turned into Arrow columns in one go."""
+
+    def __init__(self, source: str, batch_rows: int) -> None:
+        self.source = source
+        self.batch_rows = batch_rows
+        self._reset()
+
+    def _reset(self) -> None:
+        self.offsets: list[int] = []
+        self.heads: list[tuple] = []  # `_HEAD_COLUMNS` per event
+        self.entries: list[tuple] = []  # every event's tag entries, back to back
+        self.ends: list[int] = [0]  # list offsets into `entries`
+
+    def add(self, byte_offset: int, event: Event) -> None:
+        self.offsets.append(byte_offset)
+        self.heads.append(_head(event, event_micros(event.timestamp)))
+        self.ends.append(len(self.entries))
+
+    @property
+    def full(self) -> bool:
+        return len(self.heads) >= self.batch_rows or len(self.entries) >= _FLUSH_ENTRIES
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if not self.heads:
+            return
+        offsets, heads, entries, ends = self.offsets, self.heads, self.entries, self.ends
+        self._reset()
+        tag_columns = list(zip(*entries, strict=True)) if entries else [() for _ in TAG_FIELDS]
+        tags = pa.StructArray.from_arrays(
+            [pa.array(col, field.type) for col, field in zip(tag_columns, TAG_TYPE, strict=True)],
+            fields=list(TAG_TYPE),
+        )
+        tags_type = HERCULES_SCHEMA.field("tags").type
+        arrays = {
+            name: pa.array(values, HERCULES_SCHEMA.field(name).type)
+            for name, values in zip(_HEAD_COLUMNS, zip(*heads, strict=True), strict=True)
+        }
+        arrays["source_file"] = pa.repeat(pa.scalar(self.source, pa.string()), len(heads))
+        arrays["byte_offset"] = pa.array(offsets, pa.int64())
+        arrays["tags"] = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), tags, type=tags_type)
+        yield pa.RecordBatch.from_arrays(
+            [arrays[field.name] for field in HERCULES_SCHEMA], schema=HERCULES_SCHEMA
+        )
+
+
+class _Walk:
+    """One pass over a file's framing header and events (see the module docstring)."""
+
+    def __init__(self, window: StreamWindow, source: str, acc: FileAccounting, opts: dict):
+        self.window = window
+        self.source = source
+        self.acc = acc
+        self.opts = opts
+        self.rows = _Rows(source, opts["batch_rows"])
+        self.reader = EventReader(b"", 0, opts["max_depth"], self.rows.entries)
+        self.last_ticks: int | None = None  # the last good event's timestamp
+        self.resync_spent = 0  # see `_resync`
+
+    def run(self) -> Iterator[pa.RecordBatch | Quarantined]:
+        expected = None
+        if self.opts["framing"] != "events":
+            expected = yield from self._header()
+            if expected is None:
+                return
+        good = 0
+        damaged = False
+        while expected is None or damaged or good < expected:
+            outcome = yield from self._next_event()
+            if outcome is None:
+                break
+            if outcome:
+                good += 1
+            else:
+                damaged = True
+        yield from self.rows.flush()
+        if expected is not None and not damaged and good == expected and self.window.fill(1):
+            yield self._quarantine_rest("trailing_bytes", "bytes after the declared events")
+        if expected is not None and good < expected:
+            self.acc.records_bad += expected - good
+            if not damaged and self.acc.stop_reason == "eof":  # ends before the declared
+                self.acc.stop_reason = "truncated_tail"
+
+    def _header(self):
+        """The framing header: returns the declared event count, or None when the file
+        ends there (empty, cut, or a header that cannot be trusted)."""
+        window = self.window
+        at = 0
+        if self.opts["framing"] == "stream_read":
+            if window.fill(4) < 4:
+                return self._end_in_header()
+            (shards,) = INT32.unpack_from(window.peek(4))
+            if shards < 0 or shards * _STATE_ENTRY_BYTES > self.opts["max_event_bytes"]:
+                kind = "negative_count" if shards < 0 else "length_out_of_range"
+                yield self._quarantine_rest(kind, f"stream read state of {shards} shards")
+                return None
+            at = 4 + shards * _STATE_ENTRY_BYTES
+        if window.fill(at + 4) < at + 4:
+            return self._end_in_header()
+        (count,) = INT32.unpack_from(window.peek(at + 4), at)
+        if count < 0:
+            yield self._quarantine_rest("negative_count", f"negative event count {count}")
+            return None
+        window.consume(at + 4)
+        self.acc.bytes_decoded += at + 4
+        return count
+
+    def _end_in_header(self) -> None:
+        if self.window.available:
+            self._truncated_tail()
+        return None
+
+    def _next_event(self):
+        """Read, keep or quarantine the next event: True when one was kept, False for a
+        quarantined region, None when the file (or its readable part) ended."""
+        window = self.window
+        max_event = self.opts["max_event_bytes"]
+        want = _LOOKAHEAD
+        while True:
+            available = window.fill(want)
+            if available == 0:
+                return None
+            entries = self.reader.entries = self.rows.entries
+            mark = len(entries)
+            self.reader.buf = window.peek(available)
+            self.reader.end = available
+            try:
+                event, end = self.reader.event(0, max_event)
+            except DecodeError as err:
+                del entries[mark:]
+                if err.kind == "truncated" and available >= want:  # more bytes may come
+                    want = min(max(2 * available, _LOOKAHEAD), max_event)
+                    continue
+                yield from self.rows.flush()
+                version = window.peek(1)[0]
+                if err.kind == "truncated" and version == 1:
+                    skip = self._resync()  # events after it: a damaged length, not a cut
+                    if skip is None:
+                        self._truncated_tail()
+                        return None
+                    yield self._quarantine_region(skip, "misframed_event", (
+                        f"{err.detail}, but an event chain starts at +{skip}: "
+                        "a damaged length"))  # fmt: skip
+                    return False
+                if err.kind == "truncated":  # runs past the end, but no event starts here
+                    err = DecodeError(FORMAT, "invalid_event", f"version {version}; "
+                                      f"{err.detail}", offset=err.offset)  # fmt: skip
+                yield self._quarantine_damage(err)
+                return False
+            if end < available and self.reader.buf[end] != 1:
+                swallowed = self._misframed(end)
+                if swallowed is not None:
+                    del entries[mark:]
+                    yield from self.rows.flush()
+                    yield self._quarantine_region(swallowed, "misframed_event", (
+                        f"the event reads as {end} bytes, but no event follows it and one "
+                        f"starts at +{swallowed}: a damaged length"))  # fmt: skip
+                    return False
+            self.rows.add(window.offset, event)
+            self.last_ticks = event.timestamp
+            window.consume(end)
+            self.acc.bytes_decoded += end
+            self.acc.frames_good += 1
+            self.acc.records_good += 1
+            if self.rows.full:
+                yield from self.rows.flush()
+            return True
+
+    def _truncated_tail(self) -> None:
+        self.acc.bytes_truncated_tail += self.window.available
+        self.acc.stop_reason = "truncated_tail"
+        self.window.consume(self.window.available)
+
+    def _quarantine_damage(self, err: DecodeError) -> Quarantined:
+        """The region from a bad event to the next trusted event start (or the end)."""
+        skip = self._resync()
+        detail = f"{err.detail} (at +{err.offset} in the event)"
+        if skip is None:
+            return self._quarantine_rest(err.kind, f"{detail}; no event start found after it")
+        return self._quarantine_region(skip, err.kind, detail)
+
+    def _quarantine_region(self, length: int, kind: str, detail: str) -> Quarantined:
+        start = self.window.offset
+        head = bytes(self.window.peek(HEAD_BYTES))[:length]
+        self.window.consume(length)
+        self._count_bad(length)
+        return Quarantined(self.source, start, length, kind, detail, head)
+
+    def _misframed(self, end: int) -> int | None:
+        """Called when the bytes after an event (`end` long) do not start a version-1
+        event: if they do not start any event and a chain of events starts inside this
+        one, a damaged length made it swallow its successors; returns where they start."""
+        max_event = self.opts["max_event_bytes"]
+        probe = EventReader(self.reader.buf, self.reader.end, self.opts["max_depth"], [])
+        try:
+            probe.event(end, end + max_event)
+            return None
+        except DecodeError:
+            pass  # not an event, or not buffered whole: look for a chain inside this one
+        start = self._resync()
+        return start if start is not None and start < end else None
+
+    def _resync(self) -> int | None:
+        """Bytes from the bad event's start to the first later offset where a version-1
+        event reads and is followed by another (or by the end of the file); None when
+        there is none within `max_event_bytes`, or when the file's candidates have cost
+        `_RESYNC_BUDGET` tag entries (hostile bytes, e.g. 0x01 repeated, make every
+        offset a deep candidate: the work per file stays bounded)."""
+        max_event = self.opts["max_event_bytes"]
+        want = 2 * max_event + _LOOKAHEAD
+        available = self.window.fill(want)
+        at_eof = available < want
+        data = bytes(self.window.peek(available))
+        probe = EventReader(data, available, self.opts["max_depth"], [])
+        pos = data.find(b"\x01", 1, max_event + 1)
+        while pos != -1 and self.resync_spent < _RESYNC_BUDGET:
+            if _chain_reads(probe, pos, max_event, at_eof, self.last_ticks):
+                return pos
+            self.resync_spent += len(probe.entries) + 1
+            probe.entries.clear()
+            pos = data.find(b"\x01", pos + 1, max_event + 1)
+        return None
+
+    def _quarantine_rest(self, kind: str, detail: str) -> Quarantined:
+        """Everything from the position to the end of the file, drained, not buffered."""
+        start = self.window.offset
+        head = bytes(self.window.peek(HEAD_BYTES))
+        length = self.window.drain()
+        self._count_bad(length)
+        self.acc.stop_reason = kind
+        return Quarantined(self.source, start, length, kind, detail, head)
+
+    def _count_bad(self, length: int) -> None:
+        self.acc.bytes_quarantined += length
+        self.acc.frames_bad += 1
+
+
+def _chain_reads(
+    probe: EventReader, pos: int, max_event: int, at_eof: bool, near: int | None
+) -> bool:
+    """Whether a version-1 event reads at `pos` and is followed by another complete one.
+    At the end of the file one event (or one and a cut one) is weaker evidence: it is
+    taken only when its timestamp is within `_RESYNC_TICKS` of `near`, the last good
+    event's (a batch is one client's recent events; random bytes are not that close)."""
+    try:
+        event, end = probe.event(pos, pos + max_event)
+    except DecodeError:
+        return False
+    if event.version != 1:
+        return False
+    plausible = near is not None and abs(event.timestamp - near) <= _RESYNC_TICKS
+    if end == probe.end:
+        return at_eof and plausible
+    try:
+        event, _ = probe.event(end, end + max_event)
+    except DecodeError as err:
+        return err.kind == "truncated" and at_eof and probe.buf[end] == 1 and plausible
+    return event.version == 1
+
+
+def _decode_lz4(
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: dict
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """An LZ4-block body: decompressed (bounded) and walked like a plain one. The file is
+    one compressed unit, so its bytes are decoded when the body is clean, else quarantined
+    as one region (the good events still yield rows)."""
+    limit = opts["max_lz4_body_bytes"]
+    data = _read_up_to(stream, limit + 1)
+    accounting.bytes_total += len(data)
+    if len(data) > limit:
+        accounting.bytes_total += _drain(stream)
+        yield _quarantine_file(source, data, accounting, "length_out_of_range",
+                               f"LZ4 body above max_lz4_body_bytes ({limit})")  # fmt: skip
+        return
+    if not data:
+        return
+    try:
+        body = lz4.block.decompress(
+            data, uncompressed_size=min(limit, len(data) * _LZ4_MAX_RATIO + 16)
+        )
+    except (lz4.block.LZ4BlockError, ValueError, MemoryError) as err:
+        yield _quarantine_file(source, data, accounting, "decompress_failed", f"lz4: {err}")
+        return
+    inner = FileAccounting(source, FORMAT)
+    problems = []
+    for item in decode(io.BytesIO(body), source, inner, {**opts, "compression": "none"}):
+        if isinstance(item, Quarantined):
+            problems.append(item)
+        else:
+            yield item
+    for name in ("frames_good", "records_good", "records_bad"):  # frames_bad: the file
+        setattr(accounting, name, getattr(inner, name))
+    accounting.stop_reason = inner.stop_reason
+    if not problems and not inner.bytes_truncated_tail:
+        accounting.bytes_decoded += len(data)
+        return
+    detail = "; ".join(
+        f"{item.kind} at body offset {item.byte_offset} ({item.length} bytes)" for item in problems
+    )
+    if inner.bytes_truncated_tail:
+        detail += f"; body ends inside an event ({inner.bytes_truncated_tail} bytes)"
+    kind = problems[0].kind if problems else "truncated"
+    yield _quarantine_file(source, data, accounting, kind, f"LZ4 body damaged: {detail}")
+
+
+def _read_up_to(stream: BinaryIO, n: int) -> bytes:
+    """At most `n` bytes, fewer only at the end of the stream (reads may come short)."""
+    parts, have = [], 0
+    while have < n and (piece := stream.read(min(n - have, 1 << 20))):
+        parts.append(piece)
+        have += len(piece)
+    return b"".join(parts)
+
+
+def _drain(stream: BinaryIO) -> int:
+    count = 0
+    while piece := stream.read(1 << 20):
+        count += len(piece)
+    return count
+
+
+def _quarantine_file(
+    source: str, data: bytes, accounting: FileAccounting, kind: str, detail: str
+) -> Quarantined:
+    accounting.bytes_quarantined += accounting.bytes_total
+    accounting.frames_bad += 1
+    accounting.stop_reason = kind
+    return Quarantined(source, 0, accounting.bytes_total, kind, detail, data[:HEAD_BYTES])

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from wirecodecs.heka import samples as heka_samples
 from wirecodecs.hercules import samples as hercules_samples
 from wirecodecs.inlong import samples as inlong_samples
 from wirecodecs.kafka import encoder as enc
@@ -420,7 +421,9 @@ SAMPLE_WRITERS: dict[str, SampleWriter] = {
     "inlong_kafka": inlong_samples.kafka_day,
     "hercules": hercules_samples.gate_batch_day,
     "hercules_kafka": hercules_samples.kafka_day,
+    "heka": heka_samples.heka_sample_day,
 }
 # Files the demo writes under <data_root>/secrets/ (mode 0600) for the sample sources,
 # e.g. signing keys: name -> content. Real deployments put their own there.
 SAMPLE_SECRETS: dict[str, bytes] = {}
+SAMPLE_SECRETS[heka_samples.SAMPLE_SECRETS_FILE] = heka_samples.secrets()

@@ -64,6 +64,12 @@ class StreamWindow:
         self.fill(n)
         return memoryview(self._buf)[self._start : self._start + n]
 
+    def find(self, needle: bytes, n: int) -> int:
+        """Where `needle` starts within the next `n` buffered bytes (from the position),
+        or -1: a resynchronising decoder's search for its next frame marker."""
+        at = self._buf.find(needle, self._start, self._start + n)
+        return at - self._start if at >= 0 else -1
+
     def consume(self, n: int) -> None:
         """Move the position `n` bytes forward; they must be buffered."""
         if n > self.available:

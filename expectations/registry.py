@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from expectations.checks import SuiteSpec
+from expectations.heka import HEKA_SUITE
 from expectations.hercules import HERCULES_KAFKA_SUITE, HERCULES_SUITE
 from expectations.inlong import INLONG_KAFKA_SUITE, INLONG_SUITE
 from expectations.kafka import KAFKA_SUITE
@@ -15,6 +16,7 @@ SUITES = {
         INLONG_KAFKA_SUITE,
         HERCULES_SUITE,
         HERCULES_KAFKA_SUITE,
+        HEKA_SUITE,
     )
 }
 

@@ -1,0 +1,9 @@
+"""Heka framed protobuf streams (0x1E header 0x1F body), signed or not, plain or gzip/zstd."""
+
+from wirecodecs.heka.decoder import OPTIONS, decode
+from wirecodecs.heka.schema import HEKA_SCHEMA
+from wirecodecs.registry import WireFormat
+
+HEKA = WireFormat("heka", HEKA_SCHEMA, decode, OPTIONS)
+
+__all__ = ["HEKA"]

@@ -1,0 +1,485 @@
+"""Decoder for Heka framed protobuf streams: 0x1E, header length, header, 0x1F, body.
+
+The walk (../shared/formats/heka.md §1) looks for a record separator, checks that the
+header length lands on the unit separator, that the header parses, and that its
+`message_length` is in 1..`max_message_size`; anything else is not a frame, and the search
+goes on one byte after that 0x1E (Heka's splitter), the bytes passed over counted as
+skipped garbage. A frame is consumed whole (bodies are never rescanned): its body is a raw
+snappy block or a protobuf Message (found by trial, snappy first, as Mozilla's readers
+do); a body that is neither, or a message without a 16-byte uuid and a timestamp (the
+strict policy of lua_sandbox), is quarantined. A frame cut by the end of the stream is a
+truncated tail. HMAC signatures are verdicts (`hmac_valid`, `hmac_status`), not filters.
+
+Whole-file gzip and zstd are recognised by their magic bytes and inflated as a stream
+(`inflate`); offsets are then offsets in the inflated stream, and the file's byte
+accounting is folded back onto the compressed bytes (see `_fold`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.binary import read_uvarint
+from wirecodecs.compression import decompress
+from wirecodecs.errors import DecodeError
+from wirecodecs.heka.inflate import Inflated, RawSource
+from wirecodecs.heka.message import (
+    DEFAULT_SEVERITY,
+    HASH_FUNCTIONS,
+    VALUE_TYPES,
+    Field,
+    Header,
+    Message,
+    parse_header,
+    parse_message,
+)
+from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.stream import StreamWindow
+
+FORMAT = "heka"
+
+OPTIONS: dict[str, object] = {
+    # A larger message_length is not trusted: the search resumes inside (Heka's default
+    # is 64 KiB; Mozilla readers impose none). Memory per frame is bounded by it.
+    "max_message_size": 8 << 20,
+    # JSON file {"<hmac_signer>_<hmac_key_version>": "<key>"}, read once per file; "" = none.
+    "hmac_keys_file": "",
+    "batch_rows": 8192,  # rows per yielded Arrow record batch (at most)
+}
+_FLUSH_BYTES = 8 << 20  # also yield once this much body data is buffered
+
+RS, US = 0x1E, 0x1F
+_RS = b"\x1e"
+_FRAME, _NOT_FRAME, _SHORT = "frame", "not_frame", "short"
+_NS_PER_US = 1000
+_EVENT_NS_MIN = EVENT_TIME_MIN_MS * 1_000_000
+_EVENT_NS_MAX = EVENT_TIME_MAX_MS * 1_000_000 + 999_999
+
+
+def decode(
+    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """Walk a Heka stream (plain, gzip or zstd); yield row batches and quarantined frames in
+    stream order and fill `accounting` (see the module docstring for the damage policy)."""
+    opts = _options(options)
+    keys = load_hmac_keys(opts["hmac_keys_file"])
+    raw = RawSource(stream)
+    codec = raw.sniff()
+    try:
+        if codec is None:
+            yield from _walk(StreamWindow(raw), source, accounting, opts, keys)
+            return
+        inflated = Inflated(raw, codec)
+        walked = FileAccounting(source, FORMAT)
+        yield from _walk(StreamWindow(inflated), source, walked, opts, keys)
+        if inflated.failure is not None:
+            yield Quarantined(
+                source,
+                inflated.failure_offset,
+                inflated.failed_bytes,
+                inflated.failure.kind,
+                f"{inflated.failure.detail} (offset and length in compressed bytes)",
+                inflated.failure_head,
+            )
+        _fold(walked, inflated, raw.raw_bytes, accounting)
+    finally:
+        if codec is None:
+            accounting.bytes_total += raw.raw_bytes
+
+
+def _options(given: Mapping[str, object]) -> dict:
+    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
+    opts = {**OPTIONS, **given}
+    for name in ("max_message_size", "batch_rows"):
+        value = opts[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"heka option {name} must be a positive integer, not {value!r}")
+    if opts["max_message_size"] >= 1 << 31:
+        raise ValueError("heka option max_message_size must be below 2 GiB")
+    if not isinstance(opts["hmac_keys_file"], str):
+        raise ValueError("heka option hmac_keys_file must be a path (a string)")
+    return opts
+
+
+def load_hmac_keys(path: str) -> dict[str, bytes]:
+    """The signer table: "<signer>_<key version>" -> key bytes (the UTF-8 of the string).
+
+    A missing or malformed file is a configuration error (ValueError), not bad input."""
+    if not path:
+        return {}
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"heka option hmac_keys_file: cannot read {path}: {err}") from None
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise ValueError(f"heka option hmac_keys_file: {path} must map strings to strings")
+    return {signer: key.encode() for signer, key in table.items()}
+
+
+# ---- framing -----------------------------------------------------------------------------
+
+
+def _probe(view: memoryview, at: int, max_len: int) -> tuple[str, int, Header | None]:
+    """Whether a frame starts at `view[at]` (an RS): (_FRAME, frame length, header),
+    (_NOT_FRAME, 0, None), or (_SHORT, bytes needed from `at`, header if it was read)
+    when the view ends first."""
+    have = len(view) - at
+    if have < 2:
+        return _SHORT, 2, None
+    hlen = view[at + 1]
+    if have < hlen + 3:
+        return _SHORT, hlen + 3, None
+    if view[at + 2 + hlen] != US:
+        return _NOT_FRAME, 0, None
+    try:
+        header = parse_header(bytes(view[at + 2 : at + 2 + hlen]))
+    except DecodeError:
+        return _NOT_FRAME, 0, None
+    length = header.message_length
+    if not length or length > max_len:  # absent (1E 00 1F), zero, or over the limit
+        return _NOT_FRAME, 0, None
+    total = hlen + 3 + length
+    if have < total:
+        return _SHORT, total, header
+    return _FRAME, total, header
+
+
+def _later_frame(view: memoryview, max_len: int) -> int:
+    """The first position after 0 where a complete frame starts, or -1 (end of stream)."""
+    data = bytes(view)  # under 258 bytes: what is left of a stream that ends in a header
+    at = data.find(_RS, 1)
+    while at >= 0:
+        if _probe(view, at, max_len)[0] == _FRAME:
+            return at
+        at = data.find(_RS, at + 1)
+    return -1
+
+
+def _walk(
+    window: StreamWindow,
+    source: str,
+    acc: FileAccounting,
+    opts: Mapping,
+    keys: Mapping[str, bytes],
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    max_len = opts["max_message_size"]
+    rows = _Rows(source, opts["batch_rows"])
+    after_garbage = False  # bytes were skipped since the last frame
+    need = 3
+    while True:
+        have = window.fill(need)
+        if have == 0:
+            break
+        view = window.peek(have)
+        if view[0] != RS:
+            at = window.find(_RS, have)
+            _skip(window, acc, have if at < 0 else at)
+            after_garbage, need = True, 3
+            continue
+        state, size, header = _probe(view, 0, max_len)
+        if state == _NOT_FRAME:
+            _skip(window, acc, 1)
+            after_garbage, need = True, 3
+            continue
+        if state == _SHORT:
+            if have >= need:  # more may come: ask for what the frame needs
+                need = size
+                continue
+            if header is None and (later := _later_frame(view, max_len)) > 0:
+                _skip(window, acc, later)  # a bogus header length swallowed real frames
+                after_garbage, need = True, 3
+                continue
+            if after_garbage and header is None:
+                _skip(window, acc, have)
+            else:
+                acc.bytes_truncated_tail += have
+                acc.stop_reason = "truncated_tail"
+                window.consume(have)
+            break
+        start = window.offset
+        frame = view[:size]
+        window.consume(size)
+        after_garbage, need = False, 3
+        try:
+            row = _row(frame, header, keys, max_len)
+        except DecodeError as err:
+            yield from rows.flush()
+            yield _quarantine(frame, start, source, acc, err)
+            continue
+        acc.bytes_decoded += size
+        acc.frames_good += 1
+        acc.records_good += 1
+        rows.add(start, size, row)
+        if rows.full:
+            yield from rows.flush()
+    yield from rows.flush()
+
+
+def _skip(window: StreamWindow, acc: FileAccounting, n: int) -> None:
+    acc.bytes_skipped += n
+    window.consume(n)
+
+
+def _quarantine(
+    frame: memoryview, start: int, source: str, acc: FileAccounting, err: DecodeError
+) -> Quarantined:
+    acc.bytes_quarantined += len(frame)
+    acc.frames_bad += 1
+    acc.records_bad += 1
+    return Quarantined(source, start, len(frame), err.kind, err.detail, bytes(frame[:HEAD_BYTES]))
+
+
+def _fold(walked: FileAccounting, inflated: Inflated, raw_total: int, acc: FileAccounting):
+    """The accounting of an inflated stream as compressed file bytes: the raw bytes that
+    inflated are shared among decoded, quarantined, truncated and skipped in proportion to
+    the inflated stream's counts (a compressed byte has no exact counterpart); bytes that
+    would not inflate are quarantined, bytes after the last member skipped."""
+    inflated_raw = raw_total - inflated.failed_bytes - inflated.trailing_bytes
+    parts = [
+        walked.bytes_decoded,
+        walked.bytes_quarantined,
+        walked.bytes_truncated_tail,
+        walked.bytes_skipped,
+    ]
+    if not any(parts):  # nothing came out: the bytes are what stopped it, or a clean empty
+        stopped_by = 1 if inflated.failure is not None else 2 if inflated.truncated else 0
+        parts = [int(i == stopped_by) for i in range(len(parts))]
+    decoded, quarantined, tail, skipped = _apportion(inflated_raw, parts)
+    acc.bytes_total += raw_total
+    acc.bytes_decoded += decoded
+    acc.bytes_quarantined += quarantined + inflated.failed_bytes
+    acc.bytes_truncated_tail += tail
+    acc.bytes_skipped += skipped + inflated.trailing_bytes
+    acc.frames_good += walked.frames_good
+    acc.frames_bad += walked.frames_bad + (inflated.failure is not None)
+    acc.records_good += walked.records_good
+    acc.records_bad += walked.records_bad
+    if inflated.failure is not None:
+        acc.stop_reason = inflated.failure.kind
+    elif inflated.truncated:
+        acc.stop_reason = "truncated_tail"
+    else:
+        acc.stop_reason = walked.stop_reason
+
+
+def _apportion(total: int, parts: list[int]) -> list[int]:
+    """`total` split in proportion to `parts` (not all zero), by largest remainders."""
+    whole = sum(parts)
+    shares = [total * part // whole for part in parts]
+    order = sorted(range(len(parts)), key=lambda i: (total * parts[i]) % whole, reverse=True)
+    for i in order[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
+# ---- one record ------------------------------------------------------------------------
+
+
+def _hmac_status(header: Header, body: bytes, keys: Mapping[str, bytes]) -> str | None:
+    """Heka's `authenticateMessage` as a verdict: None when unsigned (no `hmac`), else
+    valid, invalid_digest, unknown_signer (no key for "<signer>_<version>") or
+    unsupported_hash (a hash function code other than MD5/SHA1)."""
+    if header.hmac is None:
+        return None
+    code = header.hmac_hash_function or 0
+    if code not in (0, 1):
+        return "unsupported_hash"
+    signer = (header.hmac_signer or b"").decode("utf-8", "replace")
+    key = keys.get(f"{signer}_{header.hmac_key_version or 0}")
+    if key is None:
+        return "unknown_signer"
+    digest = hmac.digest(key, body, "sha1" if code else "md5")
+    return "valid" if hmac.compare_digest(digest, header.hmac) else "invalid_digest"
+
+
+def _maybe_snappy(body: bytes, max_len: int) -> bool:
+    """Whether `body` can be a raw snappy block: its leading varint (the uncompressed
+    length) must allow a block this long (snappy's MaxCompressedLength: 32 + n + n/6)."""
+    try:
+        declared, _ = read_uvarint(FORMAT, body, 0, 5, "snappy length")
+    except DecodeError:
+        return False
+    return 0 < declared <= max_len and len(body) <= 32 + declared + declared // 6
+
+
+def _strict(message: Message) -> DecodeError | None:
+    """lua_sandbox's checks: a 16-byte uuid and a timestamp (Heka Go checks neither)."""
+    if message.uuid is None or len(message.uuid) != 16:
+        got = "no uuid" if message.uuid is None else f"a {len(message.uuid)}-byte uuid"
+        return DecodeError(FORMAT, "invalid_uuid", f"message has {got}, not 16 bytes")
+    if message.timestamp is None:
+        return DecodeError(FORMAT, "missing_timestamp", "message has no timestamp")
+    return None
+
+
+def _body_message(body: bytes, max_len: int) -> tuple[Message, str]:
+    """The Message in a body and its encoding: a raw snappy block if one inflates to a valid
+    message, else a plain protobuf (raises DecodeError for neither)."""
+    if _maybe_snappy(body, max_len):
+        try:
+            message = parse_message(decompress("snappy", body, max_len, fmt=FORMAT))
+        except DecodeError:
+            pass
+        else:
+            if _strict(message) is None:
+                return message, "snappy"
+    message = parse_message(body)
+    problem = _strict(message)
+    if problem is not None:
+        raise problem
+    return message, "protobuf"
+
+
+def _text(raw: bytes | None) -> tuple[str | None, bytes | None]:
+    """A string field as text, and its bytes when they are not UTF-8 (else None)."""
+    if raw is None:
+        return None, None
+    try:
+        return raw.decode(), None
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace"), raw
+
+
+def _field_row(field: Field) -> tuple:
+    name, name_raw = _text(field.name)
+    representation, representation_raw = _text(field.representation)
+    code = field.value_type
+    value_type = "STRING" if code is None else VALUE_TYPES[code] if 0 <= code < 5 else str(code)
+    strings = field.value_string
+    try:
+        texts = tuple(map(bytes.decode, strings))
+        strings_raw = None
+    except UnicodeDecodeError:
+        texts = tuple(value.decode("utf-8", "replace") for value in strings)
+        strings_raw = strings
+    return (
+        name,
+        name_raw,
+        value_type,
+        representation,
+        representation_raw,
+        texts,
+        strings_raw,
+        field.value_bytes,
+        field.value_integer,
+        field.value_double,
+        field.value_bool,
+        field.unknown,
+    )
+
+
+def _row(
+    frame: memoryview, header: Header, keys: Mapping[str, bytes], max_len: int
+) -> tuple[tuple, tuple]:
+    """One record's values in `_COLUMNS` order, and its fields as `_field_row` tuples
+    (raises DecodeError for a bad body)."""
+    body = bytes(frame[len(frame) - header.message_length :])
+    status = _hmac_status(header, body, keys)
+    message, encoding = _body_message(body, max_len)
+    hex_ = message.uuid.hex()
+    timestamp = message.timestamp
+    code = header.hmac_hash_function
+    values = (
+        None if status is None else status == "valid",
+        timestamp // _NS_PER_US if _EVENT_NS_MIN <= timestamp <= _EVENT_NS_MAX else None,
+        status,
+        f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}",
+        timestamp,
+        *_text(message.type),
+        *_text(message.logger),
+        DEFAULT_SEVERITY if message.severity is None else message.severity,
+        message.severity is not None,
+        *_text(message.payload),
+        *_text(message.env_version),
+        message.pid,
+        *_text(message.hostname),
+        message.unknown,
+        None if code is None else HASH_FUNCTIONS[code] if code in (0, 1) else str(code),
+        _text(header.hmac_signer)[0],
+        header.hmac_key_version,
+        header.hmac,
+        encoding,
+    )
+    return values, tuple(map(_field_row, message.fields))
+
+
+# Columns of `_row`'s values, in order; the walk knows the rest.
+_COLUMNS = [
+    name
+    for name in HEKA_SCHEMA.names
+    if name not in ("source_file", "byte_offset", "frame_length", "fields")
+]
+
+
+class _Rows:
+    """Records decoded since the last flush, turned into Arrow columns in one go.
+
+    Rows are kept as tuples of plain values and the fields of all rows in one flat list:
+    no per-row container the garbage collector would keep scanning until the flush."""
+
+    def __init__(self, source: str, batch_rows: int) -> None:
+        self.source = source
+        self.batch_rows = batch_rows
+        self._reset()
+
+    def _reset(self) -> None:
+        self.offsets: list[int] = []
+        self.lengths: list[int] = []
+        self.rows: list[tuple] = []
+        self.fields: list[tuple] = []
+        self.field_ends: list[int] = [0]
+        self.data_bytes = 0
+
+    def add(self, offset: int, length: int, row: tuple[tuple, tuple]) -> None:
+        values, fields = row
+        self.offsets.append(offset)
+        self.lengths.append(length)
+        self.rows.append(values)
+        self.fields += fields
+        self.field_ends.append(len(self.fields))
+        self.data_bytes += length
+
+    @property
+    def full(self) -> bool:
+        return len(self.rows) >= self.batch_rows or self.data_bytes >= _FLUSH_BYTES
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if not self.rows:
+            return
+        n = len(self.rows)
+        columns = dict(zip(_COLUMNS, zip(*self.rows, strict=True), strict=True))
+        arrays = {
+            "source_file": pa.repeat(pa.scalar(self.source, pa.string()), n),
+            "byte_offset": pa.array(self.offsets, pa.int64()),
+            "frame_length": pa.array(self.lengths, pa.int32()),
+            "fields": _fields_column(self.fields, self.field_ends),
+        }
+        for name, values in columns.items():
+            arrays[name] = pa.array(values, HEKA_SCHEMA.field(name).type)
+        self._reset()
+        yield pa.RecordBatch.from_arrays(
+            [arrays[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
+        )
+
+
+def _fields_column(fields: list[tuple], ends: list[int]) -> pa.Array:
+    """The list<struct> `fields` column: `_field_row` tuples of all rows, row i's being
+    `fields[ends[i]:ends[i + 1]]`."""
+    children = list(zip(*fields, strict=True)) if fields else [()] * FIELD_TYPE.num_fields
+    structs = pa.StructArray.from_arrays(
+        [pa.array(values, child.type) for values, child in zip(children, FIELD_TYPE, strict=True)],
+        fields=list(FIELD_TYPE),
+    )
+    return pa.ListArray.from_arrays(
+        pa.array(ends, pa.int32()), structs, type=HEKA_SCHEMA.field("fields").type
+    )

@@ -1,0 +1,166 @@
+"""Whole-file gzip and zstd around a Heka stream: sniffed by magic, inflated as a stream.
+
+A compressed dump (`.gz` S3 objects, `.zst` objects, heka.md §1) is read in raw chunks
+and inflated in bounded steps, so memory never holds more than one raw chunk and one
+bounded piece of output: zlib's `max_length` bounds gzip; zstd has no output bound, so it
+is fed in steps small enough that one step cannot emit more than a few MiB. Damage is
+recorded, never raised: a corrupt member (`failure`), a stream cut inside a member
+(`truncated`), and bytes after the last member that start no other one (`trailing_bytes`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Callable
+from typing import BinaryIO
+
+import zstandard
+
+from wirecodecs.accounting import HEAD_BYTES
+from wirecodecs.errors import DecodeError
+
+GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1 ID2 and CM = deflate, the only method defined
+_GZIP_FLAG_RESERVED = 0xE0  # FLG bits 5-7 must be zero
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+MAGIC_BYTES = 4
+RAW_CHUNK = 256 << 10
+# One zstd input byte yields at most 32 KiB (a 128 KiB RLE block from 4 bytes): 128 bytes
+# per call bound one call's output to 4 MiB.
+_ZSTD_STEP = 128
+
+
+class RawSource:
+    """The file as read from `stream`, with the sniffed head replayed, bytes counted."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._head = b""
+        self.raw_bytes = 0
+
+    def sniff(self) -> str | None:
+        """The whole-file codec its first bytes announce: "gzip", "zstd" or None."""
+        head = b""
+        while len(head) < MAGIC_BYTES and (piece := self._read(MAGIC_BYTES - len(head))):
+            head += piece
+        self._head = head
+        if head.startswith(GZIP_MAGIC) and len(head) > 3 and not head[3] & _GZIP_FLAG_RESERVED:
+            return "gzip"
+        if head.startswith(ZSTD_MAGIC):
+            return "zstd"
+        return None
+
+    def _read(self, n: int) -> bytes:
+        piece = self._stream.read(n)
+        self.raw_bytes += len(piece or b"")
+        return piece or b""
+
+    def read(self, n: int) -> bytes:
+        if self._head:
+            piece, self._head = self._head[:n], self._head[n:]
+            return piece
+        return self._read(n)
+
+    def drain(self) -> int:
+        count = 0
+        while piece := self.read(RAW_CHUNK):
+            count += len(piece)
+        return count
+
+
+def _gzip_step(inflater, data, n: int) -> tuple[bytes, bytes]:
+    out = inflater.decompress(data, n)
+    return out, inflater.unconsumed_tail
+
+
+def _zstd_step(inflater, data, n: int) -> tuple[bytes, bytes]:
+    return inflater.decompress(data[:_ZSTD_STEP]), data[_ZSTD_STEP:]
+
+
+_CODECS: dict[str, tuple[bytes, Callable, Callable, tuple]] = {
+    # codec: (magic, new member decoder, one bounded step, the codec's error types)
+    "gzip": (GZIP_MAGIC, lambda: zlib.decompressobj(wbits=31), _gzip_step, (zlib.error,)),
+    "zstd": (
+        ZSTD_MAGIC,
+        lambda: zstandard.ZstdDecompressor().decompressobj(),
+        _zstd_step,
+        (zstandard.ZstdError,),
+    ),
+}
+
+
+class Inflated:
+    """The decompressed stream of a `RawSource` whose codec was sniffed: `read(n)` returns
+    decompressed bytes (about `n`; zstd steps may return up to 4 MiB), b"" at its end."""
+
+    def __init__(self, raw: RawSource, codec: str) -> None:
+        self.codec = codec
+        self._raw = raw
+        self._magic, self._new, self._step, self._errors = _CODECS[codec]
+        self._inflater = self._new()
+        self._fed = False  # the current member has been given input
+        self._input = memoryview(b"")
+        self._done = False
+        self.failure: DecodeError | None = None
+        self.failure_offset = 0  # raw offset from which the file could not be inflated
+        self.failure_head = b""
+        self.failed_bytes = 0  # raw bytes from failure_offset to the end
+        self.trailing_bytes = 0  # raw bytes after the last member that start no member
+        self.truncated = False  # the file ends inside a member
+
+    def read(self, n: int) -> bytes:
+        while not self._done:
+            out = self._next(max(n, 1))
+            if out:
+                return out
+        return b""
+
+    def _more(self) -> bool:
+        piece = self._raw.read(RAW_CHUNK)
+        if piece:
+            self._input = memoryview(bytes(self._input) + piece if self._input else piece)
+        return bool(piece)
+
+    def _next(self, n: int) -> bytes:
+        if not self._input and not self._more():
+            if self._fed:  # output zlib still holds back for want of `max_length` room
+                with contextlib.suppress(*self._errors):
+                    out, _ = self._step(self._inflater, b"", n)
+                    if out:
+                        return out
+            self.truncated = self._fed
+            self._done = True
+            return b""
+        pending = len(self._input)
+        try:
+            out, rest = self._step(self._inflater, self._input, n)
+        except self._errors as err:
+            self._fail(pending, str(err))
+            return b""
+        self._fed = True
+        self._input = memoryview(rest)
+        if self._inflater.eof:
+            self._input = memoryview(self._inflater.unused_data + bytes(rest))
+            self._next_member()
+        return out
+
+    def _next_member(self) -> None:
+        """After a member: another one starts here, or the rest is trailing bytes."""
+        while len(self._input) < len(self._magic) and self._more():
+            pass
+        if not self._input:
+            self._done = True
+        elif bytes(self._input[: len(self._magic)]) == self._magic:
+            self._inflater = self._new()
+            self._fed = False
+        else:
+            self.trailing_bytes = len(self._input) + self._raw.drain()
+            self._done = True
+
+    def _fail(self, pending: int, detail: str) -> None:
+        self.failure = DecodeError("heka", "decompress_failed", f"{self.codec}: {detail}")
+        self.failure_offset = self._raw.raw_bytes - pending
+        self.failure_head = bytes(self._input[:HEAD_BYTES])
+        self.failed_bytes = pending + self._raw.drain()
+        self._input = memoryview(b"")
+        self._done = True

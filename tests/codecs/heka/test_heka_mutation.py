@@ -1,0 +1,269 @@
+"""Damaged and adversarial input for the Heka decoder.
+
+Whatever the bytes, the decoder yields only row batches and quarantined frames, never
+raises, keeps its byte accounting balanced, stays within bounded memory, and gives the
+same answer however the stream (plain or gzip) splits its reads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tracemalloc
+import zlib
+from datetime import timedelta
+
+import pyarrow as pa
+import pytest
+import zstandard
+from heka_support import DATA, decode, sidecar
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from wirecodecs.accounting import HEAD_BYTES, Quarantined
+from wirecodecs.heka.schema import HEKA_SCHEMA
+
+SEEDS = {
+    name: (DATA / name).read_bytes()
+    for name in (
+        "basic.heka",
+        "signed_mixed.heka",
+        "snappy_mixed.heka",
+        "embedded_separators.heka",
+        "unpacked_numerics.heka",
+        "invalid_bodies.heka",
+    )
+}
+SEED_NAMES = sorted(SEEDS)
+BATCH_ROWS = 3
+FAST = settings(max_examples=200, deadline=timedelta(seconds=5))
+
+
+def frame_starts(name: str) -> list[int]:
+    return [record["offset"] for record in sidecar(name)["records"]]
+
+
+def checked(data: bytes, stream=None, **options):
+    """Decode `data` and assert the invariants that hold for any input."""
+    got = decode(io.BytesIO(data) if stream is None else stream, batch_rows=BATCH_ROWS, **options)
+    acc = got.accounting
+    for item in got.items:
+        assert isinstance(item, pa.RecordBatch | Quarantined)
+    for batch in got.batches:
+        assert batch.schema == HEKA_SCHEMA
+        assert 0 < batch.num_rows <= BATCH_ROWS
+    assert acc.balanced
+    assert acc.bytes_total == len(data)
+    assert acc.records_good == acc.frames_good == len(got.rows)
+    assert acc.stop_reason in ("eof", "truncated_tail", "decompress_failed")
+    if data[:3] != b"\x1f\x8b\x08":
+        assert acc.bytes_quarantined == sum(q.length for q in got.quarantined)
+        end = 0
+        for q in got.quarantined:
+            assert end <= q.byte_offset and q.length > 0
+            end = q.byte_offset + q.length
+            assert q.head == data[q.byte_offset : q.byte_offset + min(q.length, HEAD_BYTES)]
+        assert end <= len(data)
+    return got
+
+
+def outcome(got) -> tuple:
+    return (
+        got.rows,
+        [(q.byte_offset, q.length, q.kind, q.detail) for q in got.quarantined],
+        got.accounting.to_dict(),
+    )
+
+
+seeds = st.sampled_from(SEED_NAMES)
+
+
+@FAST
+@given(seeds, st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), min_size=1))
+def test_byte_flips(name, flips):
+    data = bytearray(SEEDS[name])
+    for at, xor in flips:
+        data[at % len(data)] ^= xor
+    checked(bytes(data))
+
+
+@FAST
+@given(seeds, st.data())
+def test_truncation_anywhere(name, pick):
+    data = SEEDS[name]
+    cut = pick.draw(st.integers(0, len(data)))
+    got = checked(data[:cut])
+    starts = frame_starts(name)
+    whole = max(s for s in [*starts, len(data)] if s <= cut)
+    acc = got.accounting
+    assert acc.bytes_decoded + acc.bytes_quarantined == whole
+    assert acc.bytes_truncated_tail == cut - whole
+    assert acc.stop_reason == ("truncated_tail" if cut > whole else "eof")
+
+
+@FAST
+@given(seeds, st.data(), st.binary(min_size=1, max_size=300).map(lambda b: b.replace(b"\x1e", b"")))
+def test_garbage_without_separators_between_frames_is_skipped(name, pick, garbage):
+    data = SEEDS[name]
+    at = pick.draw(st.sampled_from([*frame_starts(name), len(data)]))
+    assume(at or not garbage.startswith((b"\x1f\x8b\x08", b"\x28\xb5\x2f\xfd")))
+    clean = checked(data)
+    got = checked(data[:at] + garbage + data[at:])
+    assert got.accounting.bytes_skipped == len(garbage)
+    shifted = [{**r, "byte_offset": r["byte_offset"] + len(garbage)} for r in clean.rows]
+    assert got.rows == [
+        r if r["byte_offset"] < at else s for r, s in zip(clean.rows, shifted, strict=True)
+    ]
+
+
+@FAST
+@given(seeds, st.data(), st.binary(min_size=1, max_size=300))
+def test_any_garbage_between_frames(name, pick, garbage):
+    data = SEEDS[name]
+    at = pick.draw(st.sampled_from([*frame_starts(name), len(data)]))
+    got = checked(data[:at] + garbage + data[at:])
+    before = [r for r in checked(data).rows if r["byte_offset"] < at]
+    assert got.rows[: len(before)] == before  # nothing before the garbage is lost
+
+
+@FAST
+@given(seeds, seeds, st.data())
+def test_splices_of_two_files(first, second, pick):
+    a, b = SEEDS[first], SEEDS[second]
+    checked(a[: pick.draw(st.integers(0, len(a)))] + b[pick.draw(st.integers(0, len(b))) :])
+
+
+class ChunkedReads(io.RawIOBase):
+    """A stream whose reads return at most the next of `sizes` bytes, cycling."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self._data = io.BytesIO(data)
+        self._sizes = sizes
+        self._next = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        most = self._sizes[self._next % len(self._sizes)]
+        self._next += 1
+        return self._data.read(min(most, size) if size >= 0 else most)
+
+
+@settings(max_examples=100, deadline=timedelta(seconds=10))
+@given(
+    seeds,
+    st.lists(st.integers(1, 700), min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+    st.integers(0, 1 << 20),
+    st.booleans(),
+)
+def test_same_result_whatever_the_read_sizes(name, sizes, flips, cut, compress):
+    """Frames, headers and gzip members straddle the chunk boundaries of the streamed read."""
+    data = bytearray(SEEDS[name])
+    for at, xor in flips:
+        data[at % len(data)] ^= xor
+    data = bytes(data[: cut % (len(data) + 1)])
+    if compress:
+        data = gzip.compress(data[: len(data) // 2]) + gzip.compress(data[len(data) // 2 :])
+    assert outcome(checked(data, ChunkedReads(data, sizes))) == outcome(checked(data))
+
+
+def test_one_byte_reads():
+    data = (DATA / "garbage_between.heka").read_bytes() + SEEDS["basic.heka"][:-30]
+    assert outcome(checked(data, ChunkedReads(data, [1]))) == outcome(checked(data))
+
+
+# ---- whole-file compression damage -------------------------------------------------------
+
+
+def zstd_frames(data: bytes, size: int = 8192) -> bytes:
+    """zstd as a writer that flushes a frame per 8 KiB would leave it."""
+    pack = zstandard.ZstdCompressor().compress
+    return b"".join(pack(data[at : at + size]) for at in range(0, len(data), size))
+
+
+PACK = {"gzip": lambda data: gzip.compress(data, mtime=0), "zstd": zstd_frames}
+DAMAGE = {"gzip": 0x00, "zstd": 0xFF}  # what each inflater is sure to reject
+
+
+@pytest.mark.parametrize("codec", PACK)
+def test_truncated_compressed_file_keeps_what_inflated(codec):
+    packed = PACK[codec]((DATA / "many_records.heka").read_bytes())
+    got = checked(packed[: len(packed) // 2])
+    assert got.accounting.stop_reason == "truncated_tail"
+    assert 100 < len(got.rows) < 1000
+
+
+@pytest.mark.parametrize("codec", PACK)
+def test_corrupt_compressed_file_keeps_what_came_before(codec):
+    """The second half overwritten: the inflater either rejects it (the rest of the file is
+    quarantined) or inflates it to junk the walk cannot frame; the first half's records
+    decode either way."""
+    packed = bytearray(PACK[codec]((DATA / "many_records.heka").read_bytes()))
+    half = len(packed) // 2
+    packed[half:] = bytes([DAMAGE[codec]]) * (len(packed) - half)
+    got = checked(bytes(packed))
+    acc = got.accounting
+    assert 100 < len(got.rows) < 1000
+    assert acc.bytes_decoded < len(packed)
+    failed = [q for q in got.quarantined if q.kind == "decompress_failed"]
+    if acc.stop_reason == "decompress_failed":
+        (q,) = failed
+        assert q.byte_offset + q.length == len(packed)
+        assert acc.bytes_quarantined >= q.length
+    else:
+        assert (acc.stop_reason, failed) == ("truncated_tail", [])
+
+
+@pytest.mark.parametrize("codec", PACK)
+def test_bytes_after_the_last_member_are_skipped(codec):
+    packed = PACK[codec](SEEDS["basic.heka"]) + b"not a member at all"
+    got = checked(packed)
+    assert len(got.rows) == 5
+    assert got.accounting.bytes_skipped == len(b"not a member at all")
+
+
+# ---- memory on hostile sizes -----------------------------------------------------------------
+
+
+def peak_bytes(data: bytes, **options) -> tuple[int, object]:
+    tracemalloc.start()
+    try:
+        got = decode(io.BytesIO(data), **options)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, got
+
+
+def test_declared_length_at_the_limit_buffers_only_what_exists():
+    header = b"\x08\xff\xff\xff\x03"  # message_length 8 MiB - 1
+    data = SEEDS["basic.heka"] + b"\x1e\x05" + header + b"\x1f" + b"\x01" * 500_000
+    peak, got = peak_bytes(data)
+    assert peak < 6 << 20
+    acc = got.accounting
+    assert (len(got.rows), acc.stop_reason) == (5, "truncated_tail")
+    assert acc.bytes_truncated_tail == len(data) - len(SEEDS["basic.heka"])
+
+
+def test_declared_length_over_the_limit_is_not_trusted():
+    header = b"\x08\xff\xff\xff\xff\x07"  # 2**31 - 1
+    data = b"\x1e\x06" + header + b"\x1f" + SEEDS["basic.heka"]
+    got = checked(data)
+    assert len(got.rows) == 5
+    assert got.accounting.bytes_skipped == 9
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_decompression_bomb_streams_in_bounded_memory(codec):
+    zeros = bytes(64 << 20)
+    packed = (
+        zlib.compress(zeros, 9, wbits=31)
+        if codec == "gzip"
+        else zstandard.ZstdCompressor(level=19).compress(zeros)
+    )
+    peak, got = peak_bytes(packed)
+    assert peak < 16 << 20  # a raw chunk, a bounded inflate step, the window's chunk
+    acc = got.accounting
+    assert (got.rows, acc.bytes_total, acc.bytes_skipped) == ([], len(packed), len(packed))

@@ -12,6 +12,7 @@ import contextlib
 import gzip
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -35,7 +36,7 @@ LANDED = {  # landing path -> golden vector (sidecar <vector>.json.gz)
     "gate-b/corrupt_truncated_mid_event.bin": "corrupt_truncated_mid_event.bin",
     "gate-b/corrupt_trailing_bytes.bin": "corrupt_trailing_bytes.bin",
 }
-# The example queries of docs/hercules.md, run here as written there.
+# The example queries of docs/hercules.md (and the README), run here as written there.
 NESTED_QUERY = """
 SELECT uuid,
        try_element_at(filter(tags, t -> t.path = 'properties/level1/level2/level3'), 1)
@@ -199,3 +200,19 @@ def test_docs_query_counts_events_by_common_tags(spark, run):
         ("shop", "staging"),
         ("billing", "production"),
     }
+
+
+def test_the_documented_queries_are_the_ones_run_here():
+    """Every Hercules query the README and docs/hercules.md show is one this file runs."""
+    root = Path(__file__).resolve().parents[2]
+    tested = {" ".join(query.split()) for query in (NESTED_QUERY, TYPED_QUERY, VECTOR_QUERY,
+                                                   COMMON_TAGS_QUERY)}  # fmt: skip
+    shown = []
+    for page in (root / "README.md", root / "docs" / "hercules.md"):
+        for block in re.findall(r"```sql\n(.*?)```", page.read_text(), re.S):
+            for statement in block.split(";"):
+                lines = [line for line in statement.splitlines() if not line.startswith("--")]
+                if " ".join(lines).strip():
+                    shown.append(" ".join(" ".join(lines).split()))
+    assert len(shown) >= 5
+    assert set(shown) <= tested, set(shown) - tested

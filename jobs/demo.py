@@ -36,12 +36,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=20261120, help="sample data seed")
     parser.add_argument(
+        "--sources",
+        type=source_list,
+        default=samples.formats(),
+        metavar="NAME,...",
+        help=f"sample sources to run (default: all: {','.join(samples.formats())})",
+    )
+    parser.add_argument(
         "--data-root",
         type=Path,
         default=Path(os.environ.get("WIRELAKE_DATA", ROOT / "data")),
         help="where landing, warehouse and reports go (default: $WIRELAKE_DATA or ./data)",
     )
     return parser.parse_args(argv)
+
+
+def source_list(text: str) -> list[str]:
+    """Comma-separated sample source names, each one known."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(samples.formats()))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown source(s) {', '.join(unknown) or '(none given)'}; "
+            f"known: {', '.join(samples.formats())}"
+        )
+    return names
 
 
 def run_logged(command: list[str], log: Path, env: dict[str, str]) -> tuple[int, float]:
@@ -112,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     data_root = args.data_root.resolve()
     env = {**os.environ, "WIRELAKE_DATA": str(data_root), "WIRELAKE_RETRIES": "0"}
     logs = data_root / "logs" / "demo" / args.date.isoformat()
-    sources = samples.formats()
+    sources = args.sources
 
     print(f"wirelake demo for {args.date} into {data_root}", flush=True)
     for source in sources:

@@ -4,7 +4,8 @@
 person can look at a suspicious file without a cluster. Channels:
 
 * stdout: one JSON object per decoded row (bytes as base64, null as null, event_time as
-  ISO-8601 UTC), nothing else, so it pipes into `jq` or a file;
+  ISO-8601 UTC), nothing else, so it pipes into `jq` or a file; rows of a companion table
+  (`WireFormat.tables`) carry its name first: `{"table": "packets", ...}`;
 * stderr: JSON lines tagged by their single key: `{"quarantined": {...}}` per undecodable
   frame (head bytes base64) as it is met, then `{"summary": {...}}` per file (the
   accounting: bytes decoded/quarantined/truncated/skipped, frames and records good/bad);
@@ -29,7 +30,13 @@ from typing import TextIO
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
-from wirecodecs.registry import UnknownFormatError, WireFormat, get, resolve_options
+from wirecodecs.registry import (
+    TableRows,
+    UnknownFormatError,
+    WireFormat,
+    get,
+    resolve_options,
+)
 from wirecodecs.rows import json_rows
 from wirecodecs.samples import formats, write_sample_day
 
@@ -126,6 +133,9 @@ def dump_file(fmt: WireFormat, path: str, options: dict, out: TextIO, err: TextI
                 for row in json_rows(item):
                     _json_line(row, out)
                 rows += item.num_rows
+            elif isinstance(item, TableRows):  # a companion table's rows, tagged by table
+                for row in json_rows(item.batch):
+                    _json_line({"table": item.table, **row}, out)
             else:
                 _json_line(_quarantine_json(item), err)
     summary = {**accounting.to_dict(), "balanced": accounting.balanced, "rows": rows}

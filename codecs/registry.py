@@ -84,12 +84,13 @@ class UnknownFormatError(ValueError):
 
 
 def _formats() -> dict[str, WireFormat]:
+    from wirecodecs.cernan import CERNAN
     from wirecodecs.heka import HEKA
     from wirecodecs.hercules import HERCULES
     from wirecodecs.inlong import INLONG
     from wirecodecs.kafka import KAFKA
 
-    return {fmt.name: fmt for fmt in (KAFKA, INLONG, HERCULES, HEKA)}
+    return {fmt.name: fmt for fmt in (KAFKA, INLONG, HERCULES, CERNAN, HEKA)}
 
 
 def _envelopes() -> dict[str, Callable[[WireFormat], WireFormat]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import decimal
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -32,11 +33,14 @@ def lineage_fields(checksum_column: str | None) -> list[pa.Field]:
 
 
 def json_ready(value: object) -> object:
-    """One Arrow value as JSON: bytes as base64, timestamps as ISO-8601, containers walked."""
+    """One Arrow value as JSON: bytes as base64, timestamps as ISO-8601, decimals exact,
+    containers walked."""
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dt.datetime):
         return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, decimal.Decimal):  # exact: decimal(20,0) ids as whole numbers
+        return int(value) if value.as_tuple().exponent >= 0 else str(value)
     if isinstance(value, dict):
         return {key: json_ready(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from wirecodecs.cernan import samples as cernan_samples
 from wirecodecs.heka import samples as heka_samples
 from wirecodecs.hercules import samples as hercules_samples
 from wirecodecs.inlong import samples as inlong_samples
@@ -419,6 +420,7 @@ SAMPLE_WRITERS: dict[str, SampleWriter] = {
     "inlong": inlong_samples.length_prefixed_day,
     "inlong_messages": inlong_samples.message_files_day,
     "inlong_kafka": inlong_samples.kafka_day,
+    "cernan": cernan_samples.cernan_sample_day,
     "hercules": hercules_samples.gate_batch_day,
     "hercules_kafka": hercules_samples.kafka_day,
     "heka": heka_samples.heka_sample_day,

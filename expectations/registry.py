@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from expectations.cernan import CERNAN_PACKETS_SUITE, CERNAN_SUITE
 from expectations.checks import SuiteSpec
 from expectations.heka import HEKA_SUITE
 from expectations.hercules import HERCULES_KAFKA_SUITE, HERCULES_SUITE
@@ -14,6 +15,8 @@ SUITES = {
         KAFKA_SUITE,
         INLONG_SUITE,
         INLONG_KAFKA_SUITE,
+        CERNAN_SUITE,
+        CERNAN_PACKETS_SUITE,
         HERCULES_SUITE,
         HERCULES_KAFKA_SUITE,
         HEKA_SUITE,

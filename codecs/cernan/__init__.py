@@ -1,0 +1,16 @@
+"""cernan Avro source dumps: v1/v2 packets (u32 length, header, KV pairs, Avro container)."""
+
+from wirecodecs.cernan.decoder import OPTIONS, PACKETS, decode
+from wirecodecs.cernan.schema import PACKETS_SCHEMA, RECORDS_SCHEMA, schema_for
+from wirecodecs.registry import WireFormat
+
+CERNAN = WireFormat(
+    "cernan",
+    RECORDS_SCHEMA,
+    decode,
+    OPTIONS,
+    tables={PACKETS: PACKETS_SCHEMA},
+    schema_for=schema_for,
+)
+
+__all__ = ["CERNAN", "schema_for"]

@@ -116,7 +116,7 @@ def test_the_day_covers_every_format_feature(decoded):
 def test_unknown_sample_format_lists_the_known_ones(tmp_path):
     with pytest.raises(
         wirecodecs.UnknownFormatError,
-        match="no sample writer for format .protobuf.; known: .*kafka",
+        match=r"no sample writer for format .protobuf.; known: .*kafka",
     ):
         write_sample_day("protobuf", tmp_path, DAY, 0)
     assert not (tmp_path / SUCCESS_MARKER).exists()

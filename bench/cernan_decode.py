@@ -22,26 +22,17 @@ wirecodecs / fastavro (time per record).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-import os
 import random
-import resource
 import struct
-import subprocess
-import sys
-import tempfile
-import time
-import tracemalloc
 from pathlib import Path
 
 import fastavro
-import pyarrow as pa
+import harness
 
-from wirecodecs.accounting import FileAccounting
 from wirecodecs.cernan import encoder as enc
-from wirecodecs.registry import TableRows, get, resolve_options
+from wirecodecs.registry import get
 
 RECORDS_PER_PACKET = 20
 CODECS = ("null", "deflate")
@@ -97,18 +88,10 @@ def write_dump(path: Path, size_mb: int, codec: str, seed: int = 7) -> int:
 
 
 def _wirecodecs(path: str, options: dict) -> int:
-    fmt = get("cernan")
-    accounting = FileAccounting(source=path, format=fmt.name)
-    rows = packets = 0
-    with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, resolve_options(fmt, options)):
-            if isinstance(item, pa.RecordBatch):
-                rows += item.num_rows
-            elif isinstance(item, TableRows):
-                packets += item.batch.num_rows
-    if accounting.frames_bad or not accounting.balanced or packets != accounting.frames_good:
-        raise RuntimeError(f"unexpected damage: {accounting}")
-    return rows
+    decoded = harness.decode("cernan", path, options)
+    if decoded.table_rows != decoded.accounting.frames_good:  # a packets row per packet
+        raise RuntimeError(f"unexpected damage: {decoded.accounting}")
+    return decoded.rows
 
 
 def _containers(path: str) -> list[memoryview]:
@@ -137,9 +120,8 @@ def _fastavro(containers: list[memoryview]) -> int:
     return rows
 
 
-def worker(reader: str, path: str, repeat: int, avsc: str) -> dict:
-    """Runs inside the child: decode `repeat` times, report the best time and peak RSS,
-    then once more under tracemalloc (untimed) for the peak of Python memory."""
+def worker(reader: str, path: str, avsc: str, *, repeat: int) -> dict:
+    """Runs inside the child: the reader's set-up, then the measured runs."""
     if reader == "fastavro":
         containers = _containers(path)  # setup, untimed: fastavro needs them cut out
 
@@ -152,115 +134,55 @@ def worker(reader: str, path: str, repeat: int, avsc: str) -> dict:
         def run() -> int:
             return _wirecodecs(path, options)
 
-    baseline = _max_rss_mb()
-    best = float("inf")
-    rows = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rows = run()
-        best = min(best, time.perf_counter() - start)
-    peak = _max_rss_mb()
-    arrow_peak = pa.default_memory_pool().max_memory() / 2**20
-    tracemalloc.start()
-    run()
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return {
-        "rows": rows,
-        "seconds": best,
-        "peak_rss_mb": peak,
-        "rss_growth_mb": peak - baseline,
-        "arrow_peak_mb": arrow_peak,
-        "traced_peak_mb": traced_peak,
-    }
+    return harness.best_of(run, repeat)
 
 
 READERS = ("wirecodecs", "wirecodecs-typed", "fastavro")
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def measure(reader: str, path: Path, repeat: int, avsc: Path) -> dict:
-    argv = [sys.executable, __file__, "--worker", reader, str(path), str(avsc)]
-    child = subprocess.run(
-        [*argv, "--repeat", str(repeat)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(child.stdout)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=int, default=50, help="size of each dump (MB)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument(
-        "--worker", nargs=3, metavar=("READER", "FILE", "AVSC"), help=argparse.SUPPRESS
-    )
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(args.worker[0], args.worker[1], args.repeat, args.worker[2])))
-        return 0
-
+def bench(args, tmp: Path) -> list[dict]:
     results = []
-    with tempfile.TemporaryDirectory(prefix="cernan-bench-") as tmp:
-        avsc = Path(tmp) / "request.avsc"
-        avsc.write_text(json.dumps(SCHEMA))
-        for codec in CODECS:
-            path = Path(tmp) / f"cernan_{codec}.bin"
-            records = write_dump(path, args.size_mb, codec)
-            size = path.stat().st_size
-            for reader in READERS:
-                got = measure(reader, path, args.repeat, avsc)
-                if got["rows"] != records:
-                    raise SystemExit(f"{reader} decoded {got['rows']} of {records} records")
-                results.append(
-                    {
-                        "reader": reader,
-                        "codec": codec,
-                        "records": records,
-                        "mb": size / 1e6,
-                        "records_per_s": records / got["seconds"],
-                        "mb_per_s": size / 1e6 / got["seconds"],
-                        **got,
-                    }
-                )
+    avsc = tmp / "request.avsc"
+    avsc.write_text(json.dumps(SCHEMA))
+    for codec in CODECS:
+        path = tmp / f"cernan_{codec}.bin"
+        records = write_dump(path, args.size_mb, codec)
+        for reader in READERS:
+            got = harness.measure(__file__, [reader, path, avsc], args.repeat)
+            results.append(
+                harness.result(got, records, path, label=reader, reader=reader, codec=codec)
+            )
     for result in results:
         floor = next(
             r for r in results if r["codec"] == result["codec"] and r["reader"] == "fastavro"
         )
         result["vs_fastavro"] = result["seconds"] / floor["seconds"]
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        _print_table(results)
-    return 0
+    return results
+
+
+COLUMNS: list[harness.Column] = [
+    ("reader", "<18", "reader"),
+    ("codec", ">8", "codec"),
+    ("records", ">10", "records"),
+    ("MB", ">7.1f", "mb"),
+    ("best s", ">8.2f", "seconds"),
+    ("records/s", ">12,.0f", "records_per_s"),
+    ("MB/s", ">8.1f", "mb_per_s"),
+    ("x fastavro", ">11.2f", "vs_fastavro"),
+    *harness.MEMORY_COLUMNS,
+]
 
 
 def _print_table(results: list[dict]) -> None:
-    header = f"{'reader':<18}{'codec':>8}{'records':>10}{'MB':>7}{'best s':>8}"
-    header += f"{'records/s':>12}{'MB/s':>8}{'x fastavro':>11}{'peak RSS MB':>13}"
-    header += f"{'RSS growth MB':>15}{'Arrow peak MB':>15}{'traced peak MB':>16}"
-    print(header)
-    for r in results:
-        print(
-            f"{r['reader']:<18}{r['codec']:>8}{r['records']:>10}{r['mb']:>7.1f}"
-            f"{r['seconds']:>8.2f}{r['records_per_s']:>12,.0f}{r['mb_per_s']:>8.1f}"
-            f"{r['vs_fastavro']:>11.2f}{r['peak_rss_mb']:>13.0f}{r['rss_growth_mb']:>15.0f}"
-            f"{r['arrow_peak_mb']:>15.0f}{r['traced_peak_mb']:>16.0f}"
-        )
-    print(
-        f"python {sys.version.split()[0]}, one process per measurement, {os.cpu_count()} "
-        "cores on the machine; x fastavro = time / fastavro's time on the same containers "
+    harness.print_table(
+        results,
+        COLUMNS,
+        f"{harness.machine()}; x fastavro = time / fastavro's time on the same containers "
         "(fastavro: containers cut out beforehand, whole file in memory, dicts only); "
         "RSS = ru_maxrss of that process; Arrow peak = the Arrow pool's high-water mark; "
-        "traced peak = tracemalloc's in one more, untimed run"
+        "traced peak = tracemalloc's in one more, untimed run",
     )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(harness.main(__doc__, "size of each dump (MB)", worker, bench, _print_table))

@@ -28,26 +28,17 @@ imports, the Arrow pool's peak and tracemalloc's peak in one more, untimed run.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import os
 import random
-import resource
-import subprocess
-import sys
-import tempfile
-import time
-import tracemalloc
 from pathlib import Path
 
 import cramjam
-import pyarrow as pa
+import harness
 
-from wirecodecs.accounting import FileAccounting
 from wirecodecs.heka import encoder as enc
 from wirecodecs.heka.message import parse_header, parse_message
-from wirecodecs.registry import get, resolve_options
+from wirecodecs.registry import get
 
 ROOT = Path(__file__).resolve().parent.parent
 SIGNER = enc.Signer("bench", 1, b"bench-key")
@@ -123,17 +114,10 @@ def protobuf_bodies(path: str, shape: str) -> list[bytes]:
 
 
 def _wirecodecs(path: str, keys_file: str) -> int:
-    fmt = get("heka")
-    options = resolve_options(fmt, {"hmac_keys_file": keys_file})
-    accounting = FileAccounting(source=path, format=fmt.name)
-    rows = 0
-    with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, options):
-            if isinstance(item, pa.RecordBatch):
-                rows += item.num_rows
-    if accounting.frames_bad or accounting.bytes_skipped or not accounting.balanced:
-        raise RuntimeError(f"unexpected damage: {accounting}")
-    return rows
+    decoded = harness.decode("heka", path, {"hmac_keys_file": keys_file})
+    if decoded.accounting.bytes_skipped:
+        raise RuntimeError(f"unexpected damage: {decoded.accounting}")
+    return decoded.rows
 
 
 def _parse(message_class, bodies: list[bytes]) -> int:
@@ -190,13 +174,8 @@ READERS = {
 }
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def worker(reader: str, path: str, shape: str, keys_file: str, repeat: int) -> dict:
-    """Runs inside the child: prepare, then run `repeat` times; report the best time and
-    peak memory, then once more under tracemalloc (untimed)."""
+def worker(reader: str, path: str, shape: str, keys_file: str, *, repeat: int) -> dict:
+    """Runs inside the child: the reader's set-up, then the measured runs."""
     if reader == "wirecodecs":
         get("heka")  # the registry imports every format once: not part of the baseline
 
@@ -210,112 +189,45 @@ def worker(reader: str, path: str, shape: str, keys_file: str, repeat: int) -> d
         def run() -> int:
             return step(message_class, bodies)
 
-    baseline = _max_rss_mb()
-    best = float("inf")
-    rows = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rows = run()
-        best = min(best, time.perf_counter() - start)
-    peak = _max_rss_mb()
-    arrow_peak = pa.default_memory_pool().max_memory() / 2**20
-    tracemalloc.start()
-    run()
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return {
-        "rows": rows,
-        "seconds": best,
-        "peak_rss_mb": peak,
-        "rss_growth_mb": peak - baseline,
-        "arrow_peak_mb": arrow_peak,
-        "traced_peak_mb": traced_peak,
-    }
+    return harness.best_of(run, repeat)
 
 
-def measure(reader: str, path: Path, shape: str, keys_file: Path, repeat: int) -> dict:
-    child = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--worker",
-            reader,
-            str(path),
-            shape,
-            str(keys_file),
-            "--repeat",
-            str(repeat),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(child.stdout)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=int, default=50, help="size of each stream (MB)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument(
-        "--worker", nargs=4, metavar=("READER", "FILE", "SHAPE", "KEYS"), help=argparse.SUPPRESS
-    )
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(*args.worker, args.repeat)))
-        return 0
-
+def bench(args, tmp: Path) -> list[dict]:
     results = []
-    with tempfile.TemporaryDirectory(prefix="heka-bench-") as tmp:
-        keys = Path(tmp) / "keys.json"
-        keys.write_text(json.dumps({f"{SIGNER.name}_{SIGNER.key_version}": "bench-key"}))
-        for shape in SHAPES:
-            path = Path(tmp) / f"{shape}.heka"
-            records = write_stream(path, args.size_mb, shape)
-            size = path.stat().st_size
-            for reader in READERS:
-                got = measure(reader, path, shape, keys, args.repeat)
-                if got["rows"] != records:
-                    raise SystemExit(f"{reader} decoded {got['rows']} of {records} records")
-                results.append(
-                    {
-                        "reader": reader,
-                        "stream": shape,
-                        "records": records,
-                        "mb": size / 1e6,
-                        "records_per_s": records / got["seconds"],
-                        "mb_per_s": size / 1e6 / got["seconds"],
-                        **got,
-                    }
-                )
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        _print_table(results)
-    return 0
+    keys = tmp / "keys.json"
+    keys.write_text(json.dumps({f"{SIGNER.name}_{SIGNER.key_version}": "bench-key"}))
+    for shape in SHAPES:
+        path = tmp / f"{shape}.heka"
+        records = write_stream(path, args.size_mb, shape)
+        for reader in READERS:
+            got = harness.measure(__file__, [reader, path, shape, keys], args.repeat)
+            results.append(
+                harness.result(got, records, path, label=reader, reader=reader, stream=shape)
+            )
+    return results
 
 
 def _print_table(results: list[dict]) -> None:
-    header = f"{'reader':<17}{'stream':>7}{'records':>10}{'MB':>7}{'best s':>8}"
-    header += f"{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}{'RSS growth MB':>15}"
-    header += f"{'Arrow peak MB':>15}{'traced peak MB':>16}{'x floor':>9}"
-    print(header)
     floor = {r["stream"]: r["seconds"] for r in results if r["reader"] == "protobuf-parse"}
-    for r in results:
-        print(
-            f"{r['reader']:<17}{r['stream']:>7}{r['records']:>10}{r['mb']:>7.1f}"
-            f"{r['seconds']:>8.2f}{r['records_per_s']:>12,.0f}{r['mb_per_s']:>8.1f}"
-            f"{r['peak_rss_mb']:>13.0f}{r['rss_growth_mb']:>15.0f}{r['arrow_peak_mb']:>15.0f}"
-            f"{r['traced_peak_mb']:>16.0f}{r['seconds'] / floor[r['stream']]:>9.1f}"
-        )
-    print(
-        f"python {sys.version.split()[0]}, one process per measurement, {os.cpu_count()} "
-        "cores on the machine; x floor = time / protobuf-parse time on the same stream; the "
+    columns: list[harness.Column] = [
+        ("reader", "<17", "reader"),
+        ("stream", ">7", "stream"),
+        ("records", ">10", "records"),
+        ("MB", ">7.1f", "mb"),
+        ("best s", ">8.2f", "seconds"),
+        ("records/s", ">12,.0f", "records_per_s"),
+        ("MB/s", ">8.1f", "mb_per_s"),
+        *harness.MEMORY_COLUMNS,
+        ("x floor", ">9.1f", lambda r: r["seconds"] / floor[r["stream"]]),
+    ]
+    harness.print_table(
+        results,
+        columns,
+        f"{harness.machine()}; x floor = time / protobuf-parse time on the same stream; the "
         "protobuf readers are timed on bodies already cut out of the stream and inflated "
-        "(and hold them all in memory); RSS = ru_maxrss of that process"
+        "(and hold them all in memory); RSS = ru_maxrss of that process",
     )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(harness.main(__doc__, "size of each stream (MB)", worker, bench, _print_table))

@@ -21,20 +21,12 @@ and tracemalloc's peak in one more, untimed run.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
-import resource
 import struct
-import subprocess
-import sys
-import tempfile
-import time
-import tracemalloc
 from pathlib import Path
 
-import pyarrow as pa
+import harness
 
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.hercules.encoder import encode_event
@@ -76,17 +68,7 @@ def _rows(path: Path):
 
 
 def _wirecodecs(path: str) -> int:
-    fmt = get("hercules")
-    accounting = FileAccounting(source=path, format=fmt.name)
-    rows = 0
-    with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, resolve_options(fmt, {})):
-            if not isinstance(item, pa.RecordBatch):
-                raise RuntimeError(f"unexpected damage: {item}")
-            rows += item.num_rows
-    if not accounting.balanced:
-        raise RuntimeError(f"unbalanced: {accounting}")
-    return rows
+    return harness.decode("hercules", path, {}).rows
 
 
 def _json_loads(path: str) -> int:
@@ -101,102 +83,50 @@ def _json_loads(path: str) -> int:
 READERS = {"wirecodecs": _wirecodecs, "json.loads": _json_loads}
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+def worker(reader: str, path: str, *, repeat: int) -> dict:
+    """Runs inside the child (no Arrow pool figure: json.loads builds no Arrow)."""
+    return harness.best_of(lambda: READERS[reader](path), repeat, arrow_pool=False)
 
 
-def worker(reader: str, path: str, repeat: int) -> dict:
-    """Runs inside the child: decode `repeat` times, report the best time and peak RSS,
-    then once more under tracemalloc (untimed)."""
-    run = READERS[reader]
-    baseline = _max_rss_mb()
-    best = float("inf")
-    rows = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rows = run(path)
-        best = min(best, time.perf_counter() - start)
-    peak = _max_rss_mb()
-    tracemalloc.start()
-    run(path)
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return {
-        "rows": rows,
-        "seconds": best,
-        "peak_rss_mb": peak,
-        "rss_growth_mb": peak - baseline,
-        "traced_peak_mb": traced_peak,
-    }
-
-
-def measure(reader: str, path: Path, repeat: int) -> dict:
-    child = subprocess.run(
-        [sys.executable, __file__, "--worker", reader, str(path), "--repeat", str(repeat)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(child.stdout)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=int, default=50, help="size of the batch file (MB)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument("--worker", nargs=2, metavar=("READER", "FILE"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(*args.worker, args.repeat)))
-        return 0
-
+def bench(args, tmp: Path) -> dict:
     results = []
-    with tempfile.TemporaryDirectory(prefix="hercules-bench-") as tmp:
-        inputs = {"wirecodecs": Path(tmp) / "batch.bin", "json.loads": Path(tmp) / "events.jsonl"}
-        events = write_inputs(inputs["wirecodecs"], inputs["json.loads"], args.size_mb)
-        for reader, path in inputs.items():
-            got = measure(reader, path, args.repeat)
-            if got["rows"] != events:
-                raise SystemExit(f"{reader} decoded {got['rows']} of {events} events")
-            size = path.stat().st_size
-            results.append(
-                {
-                    "reader": reader,
-                    "input": path.name,
-                    "events": events,
-                    "mb": size / 1e6,
-                    "events_per_s": events / got["seconds"],
-                    "mb_per_s": size / 1e6 / got["seconds"],
-                    **got,
-                }
+    inputs = {"wirecodecs": tmp / "batch.bin", "json.loads": tmp / "events.jsonl"}
+    events = write_inputs(inputs["wirecodecs"], inputs["json.loads"], args.size_mb)
+    for reader, path in inputs.items():
+        got = harness.measure(__file__, [reader, path], args.repeat)
+        results.append(
+            harness.result(
+                got, events, path, label=reader, unit="events", reader=reader, input=path.name
             )
-    ratio = results[0]["seconds"] / results[1]["seconds"]
-    if args.json:
-        print(json.dumps({"results": results, "wirecodecs_over_json_time": ratio}, indent=2))
-    else:
-        _print_table(results, ratio)
-    return 0
-
-
-def _print_table(results: list[dict], ratio: float) -> None:
-    header = f"{'reader':<12}{'input':>14}{'events':>9}{'MB':>7}{'best s':>8}"
-    header += f"{'events/s':>11}{'MB/s':>7}{'peak RSS MB':>13}{'RSS growth MB':>15}"
-    header += f"{'traced peak MB':>16}"
-    print(header)
-    for r in results:
-        print(
-            f"{r['reader']:<12}{r['input']:>14}{r['events']:>9}{r['mb']:>7.1f}"
-            f"{r['seconds']:>8.2f}{r['events_per_s']:>11,.0f}{r['mb_per_s']:>7.1f}"
-            f"{r['peak_rss_mb']:>13.0f}{r['rss_growth_mb']:>15.0f}{r['traced_peak_mb']:>16.0f}"
         )
-    print(
+    ratio = results[0]["seconds"] / results[1]["seconds"]
+    return {"results": results, "wirecodecs_over_json_time": ratio}
+
+
+COLUMNS: list[harness.Column] = [
+    ("reader", "<12", "reader"),
+    ("input", ">14", "input"),
+    ("events", ">9", "events"),
+    ("MB", ">7.1f", "mb"),
+    ("best s", ">8.2f", "seconds"),
+    ("events/s", ">11,.0f", "events_per_s"),
+    ("MB/s", ">7.1f", "mb_per_s"),
+    *(column for column in harness.MEMORY_COLUMNS if column[2] != "arrow_peak_mb"),
+]
+
+
+def _print_table(report: dict) -> None:
+    ratio = report["wirecodecs_over_json_time"]
+    harness.print_table(
+        report["results"],
+        COLUMNS,
         f"wirecodecs takes {ratio:.2f}x the time of json.loads on the same events "
-        f"({1 / ratio:.2f}x its speed). python {sys.version.split()[0]}, one process per "
-        f"measurement, {os.cpu_count()} cores on the machine (shared); MB/s of each reader's "
-        "own input"
+        f"({1 / ratio:.2f}x its speed). {harness.machine()} (shared); MB/s of each reader's "
+        "own input",
     )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(
+        harness.main(__doc__, "size of the batch file (MB)", worker, bench, _print_table)
+    )

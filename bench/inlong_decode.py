@@ -18,24 +18,14 @@ decompression, measured in one more run with every decompress call timed on its 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
-import resource
-import subprocess
-import sys
-import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
-import pyarrow as pa
+import harness
 
-from wirecodecs.accounting import FileAccounting
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong import message
-from wirecodecs.registry import get, resolve_options
 
 ITEMS_PER_MESSAGE = 50
 WORDS = ["view", "buy", "cart", "home", "search", "pay", "ok", "fail", "cn", "de", "us", "web"]
@@ -83,17 +73,7 @@ def write_file(path: Path, size_mb: int, build, seed: int = 7) -> int:
 
 
 def decode_file(path: str) -> int:
-    fmt = get("inlong")
-    options = resolve_options(fmt, {"framing": "length_prefixed"})
-    accounting = FileAccounting(source=path, format=fmt.name)
-    rows = 0
-    with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, options):
-            if isinstance(item, pa.RecordBatch):
-                rows += item.num_rows
-    if accounting.frames_bad or not accounting.balanced:
-        raise RuntimeError(f"unexpected damage: {accounting}")
-    return rows
+    return harness.decode("inlong", path, {"framing": "length_prefixed"}).rows
 
 
 def _snappy_seconds(path: str) -> tuple[float, float]:
@@ -118,102 +98,47 @@ def _snappy_seconds(path: str) -> tuple[float, float]:
         message._snappy_block = plain
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def worker(path: str, repeat: int) -> dict:
-    """Inside the child: best of `repeat` timed runs, then the untimed tracemalloc run and
-    the run with snappy timed."""
-    baseline = _max_rss_mb()
-    best, rows = float("inf"), 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rows = decode_file(path)
-        best = min(best, time.perf_counter() - start)
-    peak = _max_rss_mb()
-    arrow_peak = pa.default_memory_pool().max_memory() / 2**20
-    tracemalloc.start()
-    decode_file(path)
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+def worker(path: str, *, repeat: int) -> dict:
+    """Inside the child: the measured runs, then the run with snappy timed."""
+    got = harness.best_of(lambda: decode_file(path), repeat)
     total, snappy = _snappy_seconds(path)
-    return {
-        "rows": rows,
-        "seconds": best,
-        "peak_rss_mb": peak,
-        "rss_growth_mb": peak - baseline,
-        "arrow_peak_mb": arrow_peak,
-        "traced_peak_mb": traced_peak,
-        "snappy_seconds": snappy,
-        "snappy_share": snappy / total,
-    }
+    return {**got, "snappy_seconds": snappy, "snappy_share": snappy / total}
 
 
-def measure(path: Path, repeat: int) -> dict:
-    child = subprocess.run(
-        [sys.executable, __file__, "--worker", str(path), "--repeat", str(repeat)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(child.stdout)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=int, default=50, help="size of each file (MB)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument("--worker", metavar="FILE", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(args.worker, args.repeat)))
-        return 0
+def bench(args, tmp: Path) -> list[dict]:
     results = []
-    with tempfile.TemporaryDirectory(prefix="inlong-bench-") as tmp:
-        for shape, build in SHAPES.items():
-            path = Path(tmp) / f"{shape}_snappy.bin"
-            items = write_file(path, args.size_mb, build)
-            size = path.stat().st_size
-            got = measure(path, args.repeat)
-            if got["rows"] != items:
-                raise SystemExit(f"{shape}: decoded {got['rows']} of {items} items")
-            results.append(
-                {
-                    "file": shape,
-                    "items": items,
-                    "mb": size / 1e6,
-                    "items_per_s": items / got["seconds"],
-                    "mb_per_s": size / 1e6 / got["seconds"],
-                    **got,
-                }
-            )
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        _print_table(results)
-    return 0
+    for shape, build in SHAPES.items():
+        path = tmp / f"{shape}_snappy.bin"
+        items = write_file(path, args.size_mb, build)
+        got = harness.measure(__file__, [path], args.repeat)
+        results.append(
+            harness.result(got, items, path, label=f"{shape}:", unit="items", file=shape)
+        )
+    return results
+
+
+COLUMNS: list[harness.Column] = [
+    ("file", "<6", "file"),
+    ("items", ">10", "items"),
+    ("MB", ">7.1f", "mb"),
+    ("best s", ">8.2f", "seconds"),
+    ("items/s", ">12,.0f", "items_per_s"),
+    ("MB/s", ">8.1f", "mb_per_s"),
+    *harness.MEMORY_COLUMNS[:3],
+    ("traced MB", ">11.0f", "traced_peak_mb"),
+    ("snappy share", ">14.1%", "snappy_share"),
+]
 
 
 def _print_table(results: list[dict]) -> None:
-    header = f"{'file':<6}{'items':>10}{'MB':>7}{'best s':>8}{'items/s':>12}{'MB/s':>8}"
-    header += f"{'peak RSS MB':>13}{'RSS growth MB':>15}{'Arrow peak MB':>15}{'traced MB':>11}"
-    header += f"{'snappy share':>14}"
-    print(header)
-    for r in results:
-        print(
-            f"{r['file']:<6}{r['items']:>10}{r['mb']:>7.1f}{r['seconds']:>8.2f}"
-            f"{r['items_per_s']:>12,.0f}{r['mb_per_s']:>8.1f}{r['peak_rss_mb']:>13.0f}"
-            f"{r['rss_growth_mb']:>15.0f}{r['arrow_peak_mb']:>15.0f}{r['traced_peak_mb']:>11.0f}"
-            f"{r['snappy_share']:>13.1%}"
-        )
-    print(
-        f"python {sys.version.split()[0]}, one process per file, {os.cpu_count()} cores on the "
-        "machine; MB = file bytes (snappy-compressed bodies); snappy share = time inside the "
-        "decompress calls / decode time, in a separate run with each call timed"
+    harness.print_table(
+        results,
+        COLUMNS,
+        f"{harness.machine('file')}; MB = file bytes (snappy-compressed bodies); snappy share "
+        "= time inside the decompress calls / decode time, in a separate run with each call "
+        "timed",
     )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(harness.main(__doc__, "size of each file (MB)", worker, bench, _print_table))

@@ -21,26 +21,16 @@ imports: RSS, unlike tracemalloc, also sees Arrow's native buffers.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import os
 import random
-import resource
-import subprocess
-import sys
-import tempfile
-import time
-import tracemalloc
 from pathlib import Path
 
-import pyarrow as pa
+import harness
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaRecords
 from kafka.record import MemoryRecords as KafkaPythonRecords
 
-from wirecodecs.accounting import FileAccounting
 from wirecodecs.kafka import encoder as enc
-from wirecodecs.registry import get, resolve_options
 
 BATCH_BYTES = 16 * 1024  # the Java producer's default batch.size
 SHAPES = {"100B": 100, "1KB": 1000}  # value size per segment
@@ -78,17 +68,7 @@ def write_segment(path: Path, size_mb: int, value_bytes: int, seed: int = 7) -> 
 
 
 def _wirecodecs(path: str) -> int:
-    fmt = get("kafka")
-    options = resolve_options(fmt, {})
-    accounting = FileAccounting(source=path, format=fmt.name)
-    rows = 0
-    with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, options):
-            if isinstance(item, pa.RecordBatch):
-                rows += item.num_rows
-    if accounting.frames_bad or not accounting.balanced:
-        raise RuntimeError(f"unexpected damage: {accounting}")
-    return rows
+    return harness.decode("kafka", path, {}).rows
 
 
 def _memory_records(records_class: type, path: str) -> int:
@@ -113,107 +93,49 @@ READERS = {
 }
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+def worker(reader: str, path: str, *, repeat: int) -> dict:
+    """Runs inside the child, both libraries imported: the same start for either reader."""
+    return harness.best_of(lambda: READERS[reader](path), repeat)
 
 
-def worker(reader: str, path: str, repeat: int) -> dict:
-    """Runs inside the child: decode `repeat` times, report the best time and peak RSS,
-    then once more under tracemalloc (untimed) for the peak of Python and numpy memory."""
-    run = READERS[reader]
-    baseline = _max_rss_mb()  # both libraries imported: the same start for either reader
-    best = float("inf")
-    rows = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rows = run(path)
-        best = min(best, time.perf_counter() - start)
-    peak = _max_rss_mb()
-    arrow_peak = pa.default_memory_pool().max_memory() / 2**20  # Arrow buffers, not retention
-    tracemalloc.start()
-    run(path)
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return {
-        "rows": rows,
-        "seconds": best,
-        "peak_rss_mb": peak,
-        "rss_growth_mb": peak - baseline,
-        "arrow_peak_mb": arrow_peak,
-        "traced_peak_mb": traced_peak,
-    }
-
-
-def measure(reader: str, path: Path, repeat: int) -> dict:
-    child = subprocess.run(
-        [sys.executable, __file__, "--worker", reader, str(path), "--repeat", str(repeat)],
-        env={**os.environ, "WIRELAKE_PURE_PYTHON": "1"} if reader.endswith("-pure") else None,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(child.stdout)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=int, default=50, help="size of each segment (MB)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; best kept")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument("--worker", nargs=2, metavar=("READER", "FILE"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(worker(*args.worker, args.repeat)))
-        return 0
-
+def bench(args, tmp: Path) -> list[dict]:
     results = []
-    with tempfile.TemporaryDirectory(prefix="kafka-bench-") as tmp:
-        for shape, value_bytes in SHAPES.items():
-            path = Path(tmp) / f"v2_none_{shape}.log"
-            records = write_segment(path, args.size_mb, value_bytes)
-            size = path.stat().st_size
-            for reader in READERS:
-                got = measure(reader, path, args.repeat)
-                if got["rows"] != records:
-                    raise SystemExit(f"{reader} decoded {got['rows']} of {records} records")
-                results.append(
-                    {
-                        "reader": reader,
-                        "segment": shape,
-                        "records": records,
-                        "mb": size / 1e6,
-                        "records_per_s": records / got["seconds"],
-                        "mb_per_s": size / 1e6 / got["seconds"],
-                        **got,
-                    }
-                )
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        _print_table(results)
-    return 0
+    for shape, value_bytes in SHAPES.items():
+        path = tmp / f"v2_none_{shape}.log"
+        records = write_segment(path, args.size_mb, value_bytes)
+        for reader in READERS:
+            pure = {**os.environ, "WIRELAKE_PURE_PYTHON": "1"} if reader.endswith("-pure") else None
+            got = harness.measure(__file__, [reader, path], args.repeat, pure)
+            results.append(
+                harness.result(got, records, path, label=reader, reader=reader, segment=shape)
+            )
+    return results
+
+
+COLUMNS: list[harness.Column] = [
+    ("reader", "<16", "reader"),
+    ("values", ">7", "segment"),
+    ("records", ">10", "records"),
+    ("MB", ">7.1f", "mb"),
+    ("best s", ">8.2f", "seconds"),
+    ("records/s", ">12,.0f", "records_per_s"),
+    ("MB/s", ">8.1f", "mb_per_s"),
+    *harness.MEMORY_COLUMNS,
+]
 
 
 def _print_table(results: list[dict]) -> None:
-    header = f"{'reader':<16}{'values':>7}{'records':>10}{'MB':>7}{'best s':>8}"
-    header += f"{'records/s':>12}{'MB/s':>8}{'peak RSS MB':>13}{'RSS growth MB':>15}"
-    header += f"{'Arrow peak MB':>15}{'traced peak MB':>16}"
-    print(header)
-    for r in results:
-        print(
-            f"{r['reader']:<16}{r['segment']:>7}{r['records']:>10}{r['mb']:>7.1f}"
-            f"{r['seconds']:>8.2f}{r['records_per_s']:>12,.0f}{r['mb_per_s']:>8.1f}"
-            f"{r['peak_rss_mb']:>13.0f}{r['rss_growth_mb']:>15.0f}{r['arrow_peak_mb']:>15.0f}"
-            f"{r['traced_peak_mb']:>16.0f}"
-        )
-    print(
-        f"python {sys.version.split()[0]}, one process per measurement, {os.cpu_count()} "
-        "cores on the machine; RSS = ru_maxrss of that process (allocators keep freed memory, "
+    harness.print_table(
+        results,
+        COLUMNS,
+        f"{harness.machine()}; RSS = ru_maxrss of that process (allocators keep freed memory, "
         "and the first call loads the compiled walk: ~64 MB); Arrow peak = the Arrow memory "
         "pool's high-water mark; traced peak = tracemalloc's (Python objects and numpy "
-        "buffers) in one more, untimed run"
+        "buffers) in one more, untimed run",
     )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(
+        harness.main(__doc__, "size of each segment (MB)", worker, bench, _print_table)
+    )

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import io
 import struct
-import tracemalloc
 from datetime import timedelta
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from decoding import ChunkedReads, check_items, check_quarantined, outcome, peak_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wirecodecs.accounting import HEAD_BYTES, Quarantined
 from wirecodecs.kafka.schema import KAFKA_SCHEMA
 
 KAFKA_DATA = Path(__file__).resolve().parents[1] / "data" / "kafka"
@@ -56,22 +54,10 @@ def checked(decode, data: bytes, stream=None):
     """Decode `data` and assert the invariants that hold for any input."""
     got = decode(io.BytesIO(data) if stream is None else stream, batch_rows=BATCH_ROWS)
     acc = got.accounting
-    for item in got.items:
-        assert isinstance(item, pa.RecordBatch | Quarantined)
-    for batch in got.batches:
-        assert batch.schema == KAFKA_SCHEMA
-        assert 0 < batch.num_rows <= BATCH_ROWS
-    assert acc.balanced
-    assert acc.bytes_total == len(data)
+    check_items(got, data, KAFKA_SCHEMA, BATCH_ROWS)
     assert acc.bytes_skipped == 0
     assert acc.records_good == sum(batch.num_rows for batch in got.batches)
-    assert acc.bytes_quarantined == sum(q.length for q in got.quarantined)
-    end = 0
-    for q in got.quarantined:
-        assert end <= q.byte_offset and q.length > 0
-        end = q.byte_offset + q.length
-        assert q.head == data[q.byte_offset : q.byte_offset + min(q.length, HEAD_BYTES)]
-    assert end <= len(data)
+    assert check_quarantined(got, data) <= len(data)
     assert acc.stop_reason in (
         "eof",
         "truncated_tail",
@@ -79,14 +65,6 @@ def checked(decode, data: bytes, stream=None):
         "length_out_of_range",
     )
     return got
-
-
-def outcome(got) -> tuple:
-    return (
-        got.rows,
-        [(q.byte_offset, q.length, q.kind, q.detail) for q in got.quarantined],
-        got.accounting.to_dict(),
-    )
 
 
 seeds = st.sampled_from(SEED_NAMES)
@@ -161,23 +139,6 @@ def test_zero_tails(decode, name, pick, zeros):
         assert (acc.stop_reason, acc.bytes_truncated_tail) == ("truncated_tail", zeros)
 
 
-class ChunkedReads(io.RawIOBase):
-    """A stream whose reads return at most the next of `sizes` bytes, cycling."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data = io.BytesIO(data)
-        self._sizes = sizes
-        self._next = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        most = self._sizes[self._next % len(self._sizes)]
-        self._next += 1
-        return self._data.read(min(most, size) if size >= 0 else most)
-
-
 @settings(max_examples=100, deadline=timedelta(seconds=10))
 @given(
     seeds,
@@ -201,17 +162,6 @@ def test_one_byte_reads(decode):
 
 
 # ---- memory and time on hostile sizes --------------------------------------------------------
-
-
-def peak_bytes(decode, data: bytes, **options) -> tuple[int, object]:
-    stream = io.BytesIO(data)
-    tracemalloc.start()
-    try:
-        got = decode(stream, **options)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, got
 
 
 def v2_entry(base_offset: int, size: int) -> bytes:

@@ -15,6 +15,7 @@ import cramjam
 import lz4.frame
 import pytest
 import zstandard
+from decoding import ChunkedReads
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.util import encode_varint
@@ -274,23 +275,9 @@ def test_unknown_codec_is_a_programming_error():
 # ---- stream window ---------------------------------------------------------------------------
 
 
-class ShortReads(io.RawIOBase):
-    """A stream that never returns more than `most` bytes per read."""
-
-    def __init__(self, data: bytes, most: int) -> None:
-        self._data = io.BytesIO(data)
-        self._most = most
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        return self._data.read(min(self._most, size if size >= 0 else self._most))
-
-
 def test_window_assembles_short_reads_and_tracks_offsets():
     data = bytes(range(256)) * 4
-    window = StreamWindow(ShortReads(data, 3), chunk_bytes=5)
+    window = StreamWindow(ChunkedReads(data, [3]), chunk_bytes=5)
     assert window.fill(10) >= 10
     view = window.peek(10)
     window.consume(10)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from suite_run import failed, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -96,23 +97,8 @@ def manifest(records_good: int, packets: int) -> dict:
 
 
 def run_suite(spark, name, rows, schema, facts_manifest, tmp_path, **params) -> runner.Outcome:
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
-    suite = registry.get(name).build(RunFacts(DAY, facts_manifest), params)
-    return runner.validate(frame, suite, asset=name, docs_dir=str(tmp_path / "docs"))
-
-
-def failed(outcome: runner.Outcome) -> dict[tuple, dict]:
-    return {
-        (
-            f["expectation"],
-            str(
-                f["kwargs"].get("column")
-                or f["kwargs"].get("column_A")
-                or f["kwargs"].get("column_list")
-            ),
-        ): f
-        for f in outcome.failures
-    }
+    facts = RunFacts(DAY, facts_manifest)
+    return validate_rows(spark, name, rows, schema, facts, tmp_path, **params)
 
 
 def test_packets_suite_reads_the_companion_table():
@@ -137,7 +123,7 @@ def test_records_suite_passes_then_fails_when_doctored(spark, tmp_path):
     bad = run_suite(
         spark, "cernan", doctored, RECORDS_SCHEMA, manifest(len(rows), len(packets)), tmp_path
     )
-    failures = failed(bad)
+    failures = failed(bad.failures)
     assert set(failures) == {
         ("expect_column_values_to_be_between", "event_time"),
         ("expect_compound_columns_to_be_unique", "['source_file', 'packet_index', 'record_index']"),
@@ -164,7 +150,7 @@ def test_packets_suite_passes_then_fails_when_doctored(spark, tmp_path):
     ok[0]["record_count"] += 1  # a packet whose rows disagree with its blocks (and the sum)
     ok[1]["schema_fingerprint"] = "0123456789abcdef"  # a schema nobody approved
     bad = run_suite(spark, "cernan_packets", doctored, PACKETS_SCHEMA, facts, tmp_path, **params)
-    failures = failed(bad)
+    failures = failed(bad.failures)
     assert set(failures) == {
         ("expect_column_pair_values_to_be_equal", "record_count"),
         ("expect_column_sum_to_be_between", "record_count"),
@@ -177,7 +163,7 @@ def test_packets_suite_passes_then_fails_when_doctored(spark, tmp_path):
     strict = run_suite(
         spark, "cernan_packets", rows, PACKETS_SCHEMA, facts, tmp_path, allowed_fingerprints=allowed
     )
-    assert set(failed(strict)) == {("expect_column_values_to_be_in_set", "status")}
+    assert set(failed(strict.failures)) == {("expect_column_values_to_be_in_set", "status")}
 
 
 @pytest.mark.spark

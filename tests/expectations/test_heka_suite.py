@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import yaml
+from suite_run import failed, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -54,25 +55,9 @@ def good_rows() -> list[dict]:
     return [row(rng, i, signed=i % 3 != 0) for i in range(300)]
 
 
-def manifest(records_good: int) -> dict:
-    totals = {"records_good": records_good, "rows": records_good}
-    return {"source": "heka", "format": "heka", "dt": DAY.isoformat(), "totals": totals}
-
-
 def run_suite(spark, rows, records_good, tmp_path, **params) -> runner.Outcome:
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=HEKA_SCHEMA))
-    suite = registry.get("heka").build(RunFacts(DAY, manifest(records_good)), params)
-    return runner.validate(frame, suite, asset="heka", docs_dir=str(tmp_path / "docs"))
-
-
-def failed(outcome: runner.Outcome) -> dict[tuple, dict]:
-    return {
-        (
-            item["expectation"],
-            str(item["kwargs"].get("column") or item["kwargs"].get("column_list")),
-        ): item
-        for item in outcome.failures
-    }
+    facts = RunFacts(DAY, manifest("heka", DAY, records_good))
+    return validate_rows(spark, "heka", rows, HEKA_SCHEMA, facts, tmp_path, **params)
 
 
 def test_suite_passes_on_good_rows(spark, good_rows, tmp_path):
@@ -83,7 +68,7 @@ def test_suite_passes_on_good_rows(spark, good_rows, tmp_path):
 
 def test_signed_source_needs_a_signature_on_every_record(spark, good_rows, tmp_path):
     outcome = run_suite(spark, good_rows, len(good_rows), tmp_path, signed=1)
-    failures = failed(outcome)
+    failures = failed(outcome.failures)
     # the true verdicts pass (nulls aside); the unsigned third of the rows does not
     assert set(failures) == {("expect_column_values_to_not_be_null", "hmac_valid")}
     assert (
@@ -110,7 +95,7 @@ def doctored(rows: list[dict]) -> list[dict]:
 
 def test_suite_fails_on_doctored_rows_and_says_where(spark, good_rows, tmp_path):
     outcome = run_suite(spark, doctored(good_rows), len(good_rows), tmp_path, signed=0)
-    failures = failed(outcome)
+    failures = failed(outcome.failures)
     assert set(failures) == {
         ("expect_column_values_to_not_be_in_set", "hmac_valid"),
         ("expect_column_values_to_be_between", "event_time"),
@@ -157,10 +142,12 @@ def test_sample_day_passes_with_the_sources_yaml_params_and_still_checks(spark, 
     frame = spark.createDataFrame(table)
 
     def outcome(**overrides):
-        built = suite.build(RunFacts(DAY, manifest(table.num_rows)), {**params, **overrides})
+        built = suite.build(
+            RunFacts(DAY, manifest("heka", DAY, table.num_rows)), {**params, **overrides}
+        )
         return runner.validate(frame, built, asset="heka", docs_dir=str(tmp_path / "docs"))
 
     assert outcome().failures == []
-    strict = failed(outcome(hmac_error_budget=0.0))
+    strict = failed(outcome(hmac_error_budget=0.0).failures)
     assert set(strict) == {("expect_column_values_to_not_be_in_set", "hmac_valid")}
     assert strict[("expect_column_values_to_not_be_in_set", "hmac_valid")]["unexpected_count"] == 1

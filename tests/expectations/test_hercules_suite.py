@@ -9,6 +9,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from suite_run import failed, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -45,30 +46,10 @@ def kafka_rows(tmp_path_factory) -> list[dict]:
     return decoded_day("hercules_kafka", fmt, tmp_path_factory.mktemp("k")).to_pylist()
 
 
-def manifest(records_good: int) -> dict:
-    totals = {"records_good": records_good, "rows": records_good}
-    return {"source": "hercules", "format": "hercules", "dt": DAY.isoformat(), "totals": totals}
-
-
 def run_suite(spark, suite: str, rows, records_good: int, tmp_path, **params) -> runner.Outcome:
     schema = (get("hercules") if suite == "hercules" else source_format("kafka", "hercules")).schema
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
-    built = registry.get(suite).build(RunFacts(DAY, manifest(records_good)), params)
-    return runner.validate(frame, built, asset=suite, docs_dir=str(tmp_path / "docs"))
-
-
-def failed(outcome: runner.Outcome) -> dict[tuple, dict]:
-    return {
-        (
-            item["expectation"],
-            str(
-                item["kwargs"].get("column")
-                or item["kwargs"].get("column_list")
-                or item["kwargs"].get("unexpected_rows_query")
-            ),
-        ): item
-        for item in outcome.failures
-    }
+    facts = RunFacts(DAY, manifest("hercules", DAY, records_good))
+    return validate_rows(spark, suite, rows, schema, facts, tmp_path, **params)
 
 
 def without_tag(row: dict, path: str) -> dict:
@@ -116,7 +97,7 @@ def test_suite_passes_on_a_decoded_day(spark, gate_rows, tmp_path):
 @pytest.mark.spark
 def test_suite_fails_on_doctored_rows_and_says_where(spark, gate_rows, tmp_path):
     outcome = run_suite(spark, "hercules", doctored(gate_rows), len(gate_rows), tmp_path)
-    failures = failed(outcome)
+    failures = failed(outcome.failures)
     project = (UNEXPECTED_ROWS, missing_tag_query("properties/project"))
     environment = (UNEXPECTED_ROWS, missing_tag_query("properties/environment"))
     assert set(failures) == {
@@ -142,7 +123,9 @@ def test_kafka_suite_checks_keys_and_crcs_too(spark, kafka_rows, tmp_path):
     rows = [dict(row) for row in kafka_rows]
     rows[3]["kafka_key"] = b"not-the-uuid"
     rows[4]["kafka_crc_valid"] = False
-    failures = failed(run_suite(spark, "hercules_kafka", rows, len(rows), tmp_path / "bad"))
+    failures = failed(
+        run_suite(spark, "hercules_kafka", rows, len(rows), tmp_path / "bad").failures
+    )
     assert set(failures) == {
         ("expect_column_values_to_be_in_set", "kafka_crc_valid"),
         (UNEXPECTED_ROWS, KEY_IS_NOT_UUID),
@@ -160,7 +143,7 @@ def test_validate_job_takes_common_tags_as_text(spark, gate_rows, tmp_path):
     )
     manifests = tmp_path / "warehouse" / "_manifests" / "hercules" / f"dt={DAY}"
     manifests.mkdir(parents=True)
-    (manifests / "manifest.json").write_text(json.dumps(manifest(len(rows))))
+    (manifests / "manifest.json").write_text(json.dumps(manifest("hercules", DAY, len(rows))))
     argv = ["--source", "hercules", "--suite", "hercules", "--date", DAY.isoformat()]
     argv += ["--warehouse", str(tmp_path / "warehouse"), "--reports", str(tmp_path / "reports")]
     assert validate.main([*argv, "--param", "common_tags=properties/project"], spark=spark) == 0

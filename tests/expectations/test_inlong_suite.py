@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pyarrow as pa
 import pytest
+from suite_run import validate_rows
 
-from expectations import registry, runner
+from expectations import registry
 from expectations.checks import RunFacts
 from wirecodecs import get
 from wirecodecs.inlong.schema import INLONG_SCHEMA
@@ -61,10 +61,8 @@ def rows_of(messages=MESSAGES, *, source="/landing/inlong/dp-0.bin", kafka=False
 
 def run_suite(spark, suite: str, rows: list[dict], records_good: int, tmp_path, **params):
     schema = get("kafka+inlong").schema if suite == "inlong_kafka" else INLONG_SCHEMA
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
-    manifest = {"totals": {"records_good": records_good}}
-    spec = registry.get(suite).build(RunFacts(DAY, manifest), {**PARAMS, **params})
-    return runner.validate(frame, spec, asset=suite, docs_dir=str(tmp_path / "docs"))
+    facts = RunFacts(DAY, {"totals": {"records_good": records_good}})
+    return validate_rows(spark, suite, rows, schema, facts, tmp_path, **{**PARAMS, **params})
 
 
 def test_good_day_passes(spark, tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from suite_run import failed, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts, run_window
@@ -90,26 +91,9 @@ def doctored(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def manifest(records_good: int) -> dict:
-    totals = {"records_good": records_good, "rows": records_good}
-    return {"source": "kafka", "format": "kafka", "dt": DAY.isoformat(), "totals": totals}
-
-
-def failed(failures: list[dict]) -> dict[tuple, dict]:
-    """Failures keyed by (expectation type, column or column list)."""
-    return {
-        (
-            item["expectation"],
-            str(item["kwargs"].get("column") or item["kwargs"].get("column_list")),
-        ): item
-        for item in failures
-    }
-
-
 def run_suite(spark, rows: list[dict], records_good: int, tmp_path, **params) -> runner.Outcome:
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA))
-    suite = registry.get("kafka").build(RunFacts(DAY, manifest(records_good)), params)
-    return runner.validate(frame, suite, asset="kafka", docs_dir=str(tmp_path / "docs"))
+    facts = RunFacts(DAY, manifest("kafka", DAY, records_good))
+    return validate_rows(spark, "kafka", rows, KAFKA_SCHEMA, facts, tmp_path, **params)
 
 
 def test_run_window_spans_the_day_with_lateness_and_skew():
@@ -170,7 +154,7 @@ def land_partition(warehouse: Path, rows: list[dict], records_good: int) -> None
     pq.write_table(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA), partition / "part-0.parquet")
     manifest_dir = warehouse / "_manifests" / "kafka" / f"dt={DAY}"
     manifest_dir.mkdir(parents=True)
-    (manifest_dir / "manifest.json").write_text(json.dumps(manifest(records_good)))
+    (manifest_dir / "manifest.json").write_text(json.dumps(manifest("kafka", DAY, records_good)))
 
 
 def job_argv(tmp_path, *params: str) -> list[str]:

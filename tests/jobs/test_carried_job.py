@@ -7,15 +7,10 @@ one quarantined value per damaged message), never what the decoder reports about
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pytest
+from jobrun import decoded_day
 
-from jobs import decode
 from wirecodecs import samples
 from wirecodecs.kafka.carrier import ENVELOPE_FIELDS
 
@@ -31,22 +26,9 @@ def run(request, spark, tmp_path_factory):
     root = tmp_path_factory.mktemp(source)
     landing, warehouse = root / "landing", root / "warehouse"
     written = samples.write_sample_day(source, landing, DAY, seed=3)
-    argv = ["--source", source, "--envelope", "kafka", "--payload", payload, "--date", DAY,
-            "--landing", str(landing), "--warehouse", str(warehouse),
-            "--max-error-rate", "0.5"]  # fmt: skip
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = decode.main(argv, spark=spark)
-    manifest = warehouse / "_manifests" / source / f"dt={DAY}" / "manifest.json"
-    return {
-        "code": code,
-        "payload": payload,
-        "written": written,
-        "rows": ds.dataset(warehouse / source / f"dt={DAY}", format="parquet").to_table(),
-        "quarantine": ds.dataset(
-            warehouse / "_quarantine" / source / f"dt={DAY}", format="parquet"
-        ).to_table(),
-        "manifest": json.loads(manifest.read_text()),
-    }
+    args = ["--envelope", "kafka", "--payload", payload, "--max-error-rate", "0.5"]
+    left = decoded_day(spark, source, DAY, landing, warehouse, *args)
+    return {"payload": payload, "written": written, **left}
 
 
 def test_every_decodable_message_becomes_rows_with_its_kafka_place(run):

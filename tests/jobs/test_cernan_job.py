@@ -13,8 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-
-from jobs import decode
+from jobrun import read_manifest, run_quietly
 
 pytestmark = pytest.mark.spark
 
@@ -44,8 +43,7 @@ def run_job(spark, landing: Path, warehouse: Path, *options: str) -> dict:
     argv += ["--max-error-rate", "0.5"]
     for option in options:
         argv += ["--option", option]
-    code = decode.main(argv, spark=spark)
-    manifest = warehouse / "_manifests" / "cernan" / f"dt={DAY}" / "manifest.json"
+    code = run_quietly(spark, argv)
     return {
         "code": code,
         "records": read_dir(warehouse / "cernan" / f"dt={DAY}"),
@@ -53,7 +51,7 @@ def run_job(spark, landing: Path, warehouse: Path, *options: str) -> dict:
         "packets": read_dir(warehouse / "cernan_packets" / f"dt={DAY}"),
         "packets_schema": ds.dataset(warehouse / "cernan_packets" / f"dt={DAY}").schema,
         "quarantine": read_dir(warehouse / "_quarantine" / "cernan" / f"dt={DAY}"),
-        "manifest": json.loads(manifest.read_text()) if manifest.exists() else None,
+        "manifest": read_manifest(warehouse, "cernan", DAY),
     }
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from jobrun import read_dir, read_manifest
 
 from jobs import decode
 
@@ -97,14 +97,6 @@ def build_landing(landing: Path) -> None:
     (landing / "_SUCCESS").write_text("")
 
 
-def read_dir(path: Path) -> pa.Table | None:
-    if not path.exists():
-        return None
-    table = ds.dataset(path, format="parquet").to_table()
-    keys = [key for key in ("source_file", "byte_offset", "offset") if key in table.column_names]
-    return table.sort_by([(key, "ascending") for key in keys])
-
-
 class Run:
     """One in-process run of the job: exit code, what it logged and printed, what it left."""
 
@@ -123,8 +115,7 @@ class Run:
         self.log, self.out = logged.getvalue(), printed.getvalue()
         self.rows = read_dir(warehouse / "kafka" / f"dt={DAY}")
         self.quarantine = read_dir(warehouse / "_quarantine" / "kafka" / f"dt={DAY}")
-        manifest = warehouse / "_manifests" / "kafka" / f"dt={DAY}" / "manifest.json"
-        self.manifest = json.loads(manifest.read_text()) if manifest.exists() else None
+        self.manifest = read_manifest(warehouse, "kafka", DAY)
 
 
 @pytest.fixture(scope="module")

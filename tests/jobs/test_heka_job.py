@@ -8,17 +8,13 @@ the Parquet rows, the quarantine and the manifest.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import shutil
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
-
-from jobs import decode
+from jobrun import decoded_day
 
 pytestmark = pytest.mark.spark
 
@@ -51,13 +47,6 @@ def good(record: dict) -> bool:
     )
 
 
-def read_dir(path: Path):
-    if not path.exists():
-        return None
-    table = ds.dataset(path, format="parquet").to_table()
-    return table.sort_by([("source_file", "ascending"), ("byte_offset", "ascending")])
-
-
 @pytest.fixture(scope="module")
 def run(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("heka-decode")
@@ -69,19 +58,9 @@ def run(spark, tmp_path_factory):
     keys = root / "secrets" / "heka_hmac_keys.json"
     keys.parent.mkdir()
     keys.write_text(json.dumps(sidecar("basic.heka")["signers"]))
-    argv = ["--source", "heka", "--envelope", "heka", "--payload", "raw", "--date", DAY]
-    argv += ["--landing", str(landing), "--warehouse", str(warehouse)]
-    argv += ["--max-error-rate", "0.01", "--option", f"hmac_keys_file={keys}"]
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = decode.main(argv, spark=spark)
-    manifest = warehouse / "_manifests" / "heka" / f"dt={DAY}" / "manifest.json"
-    return {
-        "code": code,
-        "landing": landing,
-        "rows": read_dir(warehouse / "heka" / f"dt={DAY}"),
-        "quarantine": read_dir(warehouse / "_quarantine" / "heka" / f"dt={DAY}"),
-        "manifest": json.loads(manifest.read_text()),
-    }
+    args = ["--envelope", "heka", "--payload", "raw", "--max-error-rate", "0.01"]
+    args += ["--option", f"hmac_keys_file={keys}"]
+    return {"landing": landing, **decoded_day(spark, "heka", DAY, landing, warehouse, *args)}
 
 
 def test_rows_match_the_sidecars_file_by_file(run):

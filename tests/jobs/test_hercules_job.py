@@ -8,20 +8,16 @@ bytes) beside a sample day of realistic log events; one job run, read back with 
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import re
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pytest
+from jobrun import decoded_day
 
-from jobs import decode
 from wirecodecs.hercules.schema import HERCULES_SCHEMA
 from wirecodecs.samples import write_sample_day
 
@@ -75,11 +71,6 @@ def golden_events(vector: str) -> list[dict]:
     return truth.get("events", truth.get("events_decodable_before_error"))
 
 
-def read_dir(path: Path) -> pa.Table:
-    table = ds.dataset(path, format="parquet").to_table()
-    return table.sort_by([("source_file", "ascending"), ("byte_offset", "ascending")])
-
-
 @pytest.fixture(scope="module")
 def run(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("hercules")
@@ -89,21 +80,11 @@ def run(spark, tmp_path_factory):
         (landing / landed).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(VECTORS / (vector + ".lz4" if landed.endswith(".lz4") else vector),
                         landing / landed)  # fmt: skip
-    argv = ["--source", "hercules", "--envelope", "hercules", "--payload", "raw", "--date", DAY]
-    argv += ["--landing", str(landing), "--warehouse", str(warehouse), "--max-error-rate", "0.1"]
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = decode.main(argv, spark=spark)
-    manifest = warehouse / "_manifests" / "hercules" / f"dt={DAY}" / "manifest.json"
+    args = ["--envelope", "hercules", "--payload", "raw", "--max-error-rate", "0.1"]
+    left = decoded_day(spark, "hercules", DAY, landing, warehouse, *args)
     rows_dir = warehouse / "hercules" / f"dt={DAY}"
     spark.read.parquet(str(rows_dir)).createOrReplaceTempView("hercules")
-    return {
-        "code": code,
-        "landing": landing,
-        "sample": sample,
-        "rows": read_dir(rows_dir),
-        "quarantine": read_dir(warehouse / "_quarantine" / "hercules" / f"dt={DAY}"),
-        "manifest": json.loads(manifest.read_text()),
-    }
+    return {"landing": landing, "sample": sample, **left}
 
 
 def rows_of(run, landed: str) -> list[dict]:

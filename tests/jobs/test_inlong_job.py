@@ -5,17 +5,13 @@ sidecars (bodies per message), the quarantine and the manifest against the vecto
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
-import io
 import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
-
-from jobs import decode
+from jobrun import decoded_day
 
 pytestmark = pytest.mark.spark
 
@@ -63,22 +59,12 @@ def run(spark, tmp_path_factory):
     (landing / "dp-0" / "all.bin").write_bytes(all_data)
     (landing / "dp-1" / "cut.bin").write_bytes(cut_data[:-10])
     (landing / "_SUCCESS").write_text("")
-    argv = ["--source", "inlong", "--envelope", "inlong", "--payload", "raw", "--date", DAY,
-            "--landing", str(landing), "--warehouse", str(warehouse),
-            "--option", "framing=length_prefixed", "--option", "batch_rows=5",
-            "--max-error-rate", "0.5"]  # fmt: skip
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = decode.main(argv, spark=spark)
-    manifest = warehouse / "_manifests" / "inlong" / f"dt={DAY}" / "manifest.json"
+    args = ["--envelope", "inlong", "--payload", "raw", "--max-error-rate", "0.5",
+            "--option", "framing=length_prefixed", "--option", "batch_rows=5"]  # fmt: skip
     return {
-        "code": code,
+        **decoded_day(spark, "inlong", DAY, landing, warehouse, *args),
         "landing": landing,
         "offsets": all_offsets,
-        "rows": ds.dataset(warehouse / "inlong" / f"dt={DAY}", format="parquet").to_table(),
-        "quarantine": ds.dataset(
-            warehouse / "_quarantine" / "inlong" / f"dt={DAY}", format="parquet"
-        ).to_table(),
-        "manifest": json.loads(manifest.read_text()),
         "sizes": (len(all_data), len(cut_data) - 10),
     }
 

@@ -76,24 +76,6 @@ def run(data, source: str = "mem.cernan", **options) -> Result:
     return result
 
 
-class Trickle(io.RawIOBase):
-    """A stream that returns at most `step` bytes per read (short reads everywhere)."""
-
-    def __init__(self, data: bytes, step: int) -> None:
-        self._data = memoryview(data)
-        self._pos = 0
-        self._step = step
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._step if n < 0 else min(n, self._step)
-        piece = bytes(self._data[self._pos : self._pos + n])
-        self._pos += len(piece)
-        return piece
-
-
 def check_invariants(result: Result, size: int) -> None:
     """What every decode must satisfy, damaged input or not."""
     acc = result.accounting

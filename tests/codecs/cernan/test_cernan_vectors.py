@@ -10,7 +10,8 @@ import json
 from decimal import Decimal
 
 import pytest
-from cernan_helpers import DATA, Trickle, check_invariants, run, same_values, sidecar, vector
+from cernan_helpers import DATA, check_invariants, run, same_values, sidecar, vector
+from decoding import ChunkedReads
 
 from wirecodecs.cernan import encoder as enc
 
@@ -150,7 +151,7 @@ def test_vector_decodes_as_its_sidecar_says(case):
 def test_short_reads_change_nothing(case, step):
     data = vector(case)
     whole = run(data, source=case)
-    trickled = run(Trickle(data, step), source=case)
+    trickled = run(ChunkedReads(data, [step]), source=case)
     assert trickled.records == whole.records
     assert trickled.packets == whole.packets
     assert trickled.accounting == whole.accounting

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
-import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
-from wirecodecs import FileAccounting, Quarantined
-from wirecodecs.heka import HEKA
-from wirecodecs.registry import resolve_options
+from decoding import decode_all
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "heka"
 VECTORS = sorted(path.name for path in DATA.iterdir() if path.name.endswith((".heka", ".heka.gz")))
@@ -30,34 +25,5 @@ def signers_file(tmp_path: Path, signers: dict[str, str]) -> str:
     return str(path)
 
 
-@dataclass
-class Decoded:
-    """Everything one decode call yielded, in order, and the file's accounting."""
-
-    accounting: FileAccounting
-    items: list = field(default_factory=list)
-
-    @property
-    def batches(self) -> list[pa.RecordBatch]:
-        return [item for item in self.items if isinstance(item, pa.RecordBatch)]
-
-    @property
-    def quarantined(self) -> list[Quarantined]:
-        return [item for item in self.items if isinstance(item, Quarantined)]
-
-    @property
-    def rows(self) -> list[dict]:
-        return [row for batch in self.batches for row in batch.to_pylist()]
-
-
-def decode(data_or_stream, source: str = "mem.heka", **options) -> Decoded:
-    """Run the registered heka decoder to the end, keeping every yielded item."""
-    stream = (
-        io.BytesIO(data_or_stream)
-        if isinstance(data_or_stream, bytes | bytearray)
-        else data_or_stream
-    )
-    got = Decoded(FileAccounting(source, "heka"))
-    for item in HEKA.decode(stream, source, got.accounting, resolve_options(HEKA, options)):
-        got.items.append(item)
-    return got
+# The registered heka decoder run to the end over bytes or a stream, every item kept.
+decode = functools.partial(decode_all, source="mem.heka", fmt="heka")

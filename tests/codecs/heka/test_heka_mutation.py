@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import gzip
 import io
-import tracemalloc
 import zlib
 from datetime import timedelta
 
-import pyarrow as pa
 import pytest
 import zstandard
+from decoding import ChunkedReads, check_items, check_quarantined, outcome, peak_bytes
 from heka_support import DATA, decode, sidecar
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from wirecodecs.accounting import HEAD_BYTES, Quarantined
 from wirecodecs.heka.schema import HEKA_SCHEMA
 
 SEEDS = {
@@ -47,32 +45,12 @@ def checked(data: bytes, stream=None, **options):
     """Decode `data` and assert the invariants that hold for any input."""
     got = decode(io.BytesIO(data) if stream is None else stream, batch_rows=BATCH_ROWS, **options)
     acc = got.accounting
-    for item in got.items:
-        assert isinstance(item, pa.RecordBatch | Quarantined)
-    for batch in got.batches:
-        assert batch.schema == HEKA_SCHEMA
-        assert 0 < batch.num_rows <= BATCH_ROWS
-    assert acc.balanced
-    assert acc.bytes_total == len(data)
+    check_items(got, data, HEKA_SCHEMA, BATCH_ROWS)
     assert acc.records_good == acc.frames_good == len(got.rows)
     assert acc.stop_reason in ("eof", "truncated_tail", "decompress_failed")
     if data[:3] != b"\x1f\x8b\x08":
-        assert acc.bytes_quarantined == sum(q.length for q in got.quarantined)
-        end = 0
-        for q in got.quarantined:
-            assert end <= q.byte_offset and q.length > 0
-            end = q.byte_offset + q.length
-            assert q.head == data[q.byte_offset : q.byte_offset + min(q.length, HEAD_BYTES)]
-        assert end <= len(data)
+        assert check_quarantined(got, data) <= len(data)
     return got
-
-
-def outcome(got) -> tuple:
-    return (
-        got.rows,
-        [(q.byte_offset, q.length, q.kind, q.detail) for q in got.quarantined],
-        got.accounting.to_dict(),
-    )
 
 
 seeds = st.sampled_from(SEED_NAMES)
@@ -131,23 +109,6 @@ def test_any_garbage_between_frames(name, pick, garbage):
 def test_splices_of_two_files(first, second, pick):
     a, b = SEEDS[first], SEEDS[second]
     checked(a[: pick.draw(st.integers(0, len(a)))] + b[pick.draw(st.integers(0, len(b))) :])
-
-
-class ChunkedReads(io.RawIOBase):
-    """A stream whose reads return at most the next of `sizes` bytes, cycling."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data = io.BytesIO(data)
-        self._sizes = sizes
-        self._next = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        most = self._sizes[self._next % len(self._sizes)]
-        self._next += 1
-        return self._data.read(min(most, size) if size >= 0 else most)
 
 
 @settings(max_examples=100, deadline=timedelta(seconds=10))
@@ -227,20 +188,10 @@ def test_bytes_after_the_last_member_are_skipped(codec):
 # ---- memory on hostile sizes -----------------------------------------------------------------
 
 
-def peak_bytes(data: bytes, **options) -> tuple[int, object]:
-    tracemalloc.start()
-    try:
-        got = decode(io.BytesIO(data), **options)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, got
-
-
 def test_declared_length_at_the_limit_buffers_only_what_exists():
     header = b"\x08\xff\xff\xff\x03"  # message_length 8 MiB - 1
     data = SEEDS["basic.heka"] + b"\x1e\x05" + header + b"\x1f" + b"\x01" * 500_000
-    peak, got = peak_bytes(data)
+    peak, got = peak_bytes(decode, data)
     assert peak < 6 << 20
     acc = got.accounting
     assert (len(got.rows), acc.stop_reason) == (5, "truncated_tail")
@@ -263,7 +214,7 @@ def test_decompression_bomb_streams_in_bounded_memory(codec):
         if codec == "gzip"
         else zstandard.ZstdCompressor(level=19).compress(zeros)
     )
-    peak, got = peak_bytes(packed)
+    peak, got = peak_bytes(decode, packed)
     assert peak < 16 << 20  # a raw chunk, a bounded inflate step, the window's chunk
     acc = got.accounting
     assert (got.rows, acc.bytes_total, acc.bytes_skipped) == ([], len(packed), len(packed))

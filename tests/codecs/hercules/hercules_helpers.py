@@ -3,66 +3,21 @@ decoded tag lists in the sidecars' `tags_typed` form (and encoder values likewis
 
 from __future__ import annotations
 
+import functools
 import gzip
-import io
 import json
 import math
 import struct
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
-from wirecodecs import FileAccounting, Quarantined
-from wirecodecs.hercules import HERCULES
-from wirecodecs.registry import resolve_options
+from decoding import decode_all
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "hercules"
 
 
-@dataclass
-class Decoded:
-    accounting: FileAccounting
-    items: list = field(default_factory=list)
-
-    @property
-    def batches(self) -> list[pa.RecordBatch]:
-        return [item for item in self.items if isinstance(item, pa.RecordBatch)]
-
-    @property
-    def quarantined(self) -> list[Quarantined]:
-        return [item for item in self.items if isinstance(item, Quarantined)]
-
-    @property
-    def rows(self) -> list[dict]:
-        return [row for batch in self.batches for row in batch.to_pylist()]
-
-
-def decode(data, source: str = "mem.bin", **options) -> Decoded:
-    """Run the Hercules decoder to the end over bytes or a stream, keeping every item."""
-    stream = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
-    out = Decoded(FileAccounting(source, "hercules"))
-    out.items = list(
-        HERCULES.decode(stream, source, out.accounting, resolve_options(HERCULES, options))
-    )
-    return out
-
-
-class ShortReads(io.RawIOBase):
-    """A stream that returns at most `step` bytes per read (chunk boundaries everywhere)."""
-
-    def __init__(self, data: bytes, step: int) -> None:
-        self.data, self.pos, self.step = data, 0, step
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        n = self.step if n < 0 else min(n, self.step)
-        piece = self.data[self.pos : self.pos + n]
-        self.pos += len(piece)
-        return piece
+# The registered hercules decoder run to the end over bytes or a stream, every item kept.
+decode = functools.partial(decode_all, source="mem.bin", fmt="hercules")
 
 
 def sidecar(name: str) -> dict:

@@ -8,7 +8,8 @@ import random
 import time
 
 import pytest
-from hercules_helpers import ShortReads, decode
+from decoding import ChunkedReads
+from hercules_helpers import decode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,7 @@ def batch() -> tuple[bytes, list[bytes], list[int]]:
 
 
 def checked(data: bytes, source: str = "mem.bin", **options):
-    got = decode(ShortReads(data, 997), source=source, **options)
+    got = decode(ChunkedReads(data, [997]), source=source, **options)
     acc = got.accounting
     assert acc.balanced and acc.bytes_total == len(data)
     assert acc.records_good == len(got.rows) == acc.frames_good

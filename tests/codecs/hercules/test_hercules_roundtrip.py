@@ -9,7 +9,8 @@ import tracemalloc
 import uuid
 
 import pytest
-from hercules_helpers import ShortReads, decode, expected_plain, expected_typed, typed
+from decoding import ChunkedReads
+from hercules_helpers import decode, expected_plain, expected_typed, typed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +89,7 @@ def test_any_batch_round_trips_through_short_reads(events, step, compress):
     encoded = [encode_event(event) for event in events]
     body = encode_batch(encoded)
     source = "b.bin.lz4" if compress else "b.bin"
-    got = decode(ShortReads(lz4_body(body) if compress else body, step), source=source)
+    got = decode(ChunkedReads(lz4_body(body) if compress else body, [step]), source=source)
     assert got.quarantined == [] and got.accounting.balanced
     assert len(got.rows) == len(events)
     offset = 4
@@ -102,7 +103,7 @@ def test_events_longer_than_the_lookahead_are_read_whole(monkeypatch):
     monkeypatch.setattr(decoder, "_LOOKAHEAD", 16)
     event = Event(1, uuid.UUID(int=7), [("blob", Value("String", "x" * 5000))] * 3)
     data = encode_batch([encode_event(event)] * 4)
-    got = decode(ShortReads(data, 100))
+    got = decode(ChunkedReads(data, [100]))
     assert len(got.rows) == 4 and got.accounting.bytes_decoded == len(data)
 
 

@@ -7,9 +7,9 @@ dicts, so the attribute map each row must carry is known without the decoder's h
 
 from __future__ import annotations
 
-import io
 from datetime import timedelta
 
+from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inlong_helpers import checked
@@ -191,22 +191,6 @@ def test_message_round_trip(message):
     assert project([{"byte_offset": 0, **v} for v in values], want) == want
 
 
-class ShortReads(io.RawIOBase):
-    """A stream that hands out at most `step` bytes per read (chunk boundaries anywhere)."""
-
-    def __init__(self, data: bytes, step: int) -> None:
-        self.data, self.pos, self.step = data, 0, step
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        n = self.step if n < 0 else min(n, self.step)
-        piece = self.data[self.pos : self.pos + n]
-        self.pos += len(piece)
-        return piece
-
-
 @FAST
 @given(st.lists(MESSAGES, max_size=5), st.integers(1, 64), st.integers(1, 9))
 def test_length_prefixed_round_trip(messages, step, batch_rows):
@@ -215,7 +199,7 @@ def test_length_prefixed_round_trip(messages, step, batch_rows):
     for message, header, rows in messages:
         want += expected(header, rows, offset)
         offset += 4 + len(message)
-    for stream in (None, ShortReads(data, step)):
+    for stream in (None, ChunkedReads(data, [step])):
         got = checked(data, stream, framing="length_prefixed", batch_rows=batch_rows)
         assert not got.quarantined
         assert project(got.rows, want) == want

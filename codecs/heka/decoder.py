@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,6 +33,7 @@ from wirecodecs.errors import DecodeError
 from wirecodecs.heka.inflate import Inflated, RawSource
 from wirecodecs.heka.message import (
     DEFAULT_SEVERITY,
+    FIELD_MEMBERS,
     HASH_FUNCTIONS,
     VALUE_TYPES,
     Field,
@@ -174,22 +176,26 @@ def _walk(
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     max_len = opts["max_message_size"]
     rows = _Rows(source, opts["batch_rows"])
+    fields_seen: dict[bytes, Field] = {}  # parse_message's memo of Fields, for this stream
     after_garbage = False  # bytes were skipped since the last frame
     need = 3
+    view = None  # everything buffered from the position, while known without the window
     while True:
-        have = window.fill(need)
-        if have == 0:
-            break
-        view = window.peek(have)
+        if view is None or len(view) < need:
+            have = window.fill(need)
+            if have == 0:
+                break
+            view = window.peek(have)
+        have = len(view)
         if view[0] != RS:
             at = window.find(_RS, have)
             _skip(window, acc, have if at < 0 else at)
-            after_garbage, need = True, 3
+            after_garbage, need, view = True, 3, None
             continue
         state, size, header = _probe(view, 0, max_len)
         if state == _NOT_FRAME:
             _skip(window, acc, 1)
-            after_garbage, need = True, 3
+            after_garbage, need, view = True, 3, None
             continue
         if state == _SHORT:
             if have >= need:  # more may come: ask for what the frame needs
@@ -197,7 +203,7 @@ def _walk(
                 continue
             if header is None and (later := _later_frame(view, max_len)) > 0:
                 _skip(window, acc, later)  # a bogus header length swallowed real frames
-                after_garbage, need = True, 3
+                after_garbage, need, view = True, 3, None
                 continue
             if after_garbage and header is None:
                 _skip(window, acc, have)
@@ -209,9 +215,9 @@ def _walk(
         start = window.offset
         frame = view[:size]
         window.consume(size)
-        after_garbage, need = False, 3
+        after_garbage, need, view = False, 3, view[size:]  # what `peek` would now give
         try:
-            row = _row(frame, header, keys, max_len)
+            row = _row(frame, header, keys, max_len, fields_seen)
         except DecodeError as err:
             yield from rows.flush()
             yield _quarantine(frame, start, source, acc, err)
@@ -305,10 +311,12 @@ def _hmac_status(header: Header, body: bytes, keys: Mapping[str, bytes]) -> str 
 def _maybe_snappy(body: bytes, max_len: int) -> bool:
     """Whether `body` can be a raw snappy block: its leading varint (the uncompressed
     length) must allow a block this long (snappy's MaxCompressedLength: 32 + n + n/6)."""
-    try:
-        declared, _ = read_uvarint(FORMAT, body, 0, 5, "snappy length")
-    except DecodeError:
-        return False
+    declared = body[0]  # a frame's body is never empty
+    if declared >= 0x80:
+        try:
+            declared, _ = read_uvarint(FORMAT, body, 0, 5, "snappy length")
+        except DecodeError:
+            return False
     return 0 < declared <= max_len and len(body) <= 32 + declared + declared // 6
 
 
@@ -322,72 +330,41 @@ def _strict(message: Message) -> DecodeError | None:
     return None
 
 
-def _body_message(body: bytes, max_len: int) -> tuple[Message, str]:
+def _body_message(
+    body: bytes, max_len: int, fields_seen: dict[bytes, Field]
+) -> tuple[Message, str]:
     """The Message in a body and its encoding: a raw snappy block if one inflates to a valid
     message, else a plain protobuf (raises DecodeError for neither)."""
     if _maybe_snappy(body, max_len):
         try:
-            message = parse_message(decompress("snappy", body, max_len, fmt=FORMAT))
+            message = parse_message(decompress("snappy", body, max_len, fmt=FORMAT), fields_seen)
         except DecodeError:
             pass
         else:
             if _strict(message) is None:
                 return message, "snappy"
-    message = parse_message(body)
+    message = parse_message(body, fields_seen)
     problem = _strict(message)
     if problem is not None:
         raise problem
     return message, "protobuf"
 
 
-def _text(raw: bytes | None) -> tuple[str | None, bytes | None]:
-    """A string field as text, and its bytes when they are not UTF-8 (else None)."""
-    if raw is None:
-        return None, None
-    try:
-        return raw.decode(), None
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", "replace"), raw
-
-
-def _field_row(field: Field) -> tuple:
-    name, name_raw = _text(field.name)
-    representation, representation_raw = _text(field.representation)
-    code = field.value_type
-    value_type = "STRING" if code is None else VALUE_TYPES[code] if 0 <= code < 5 else str(code)
-    strings = field.value_string
-    try:
-        texts = tuple(map(bytes.decode, strings))
-        strings_raw = None
-    except UnicodeDecodeError:
-        texts = tuple(value.decode("utf-8", "replace") for value in strings)
-        strings_raw = strings
-    return (
-        name,
-        name_raw,
-        value_type,
-        representation,
-        representation_raw,
-        texts,
-        strings_raw,
-        field.value_bytes,
-        field.value_integer,
-        field.value_double,
-        field.value_bool,
-        field.unknown,
-    )
-
-
 def _row(
-    frame: memoryview, header: Header, keys: Mapping[str, bytes], max_len: int
-) -> tuple[tuple, tuple]:
-    """One record's values in `_COLUMNS` order, and its fields as `_field_row` tuples
-    (raises DecodeError for a bad body)."""
+    frame: memoryview,
+    header: Header,
+    keys: Mapping[str, bytes],
+    max_len: int,
+    fields_seen: dict[bytes, Field],
+) -> tuple[tuple, tuple[Field, ...]]:
+    """One record's values in `_VALUES` order (strings still bytes: `_Rows.flush` turns
+    whole columns into text), and its Fields (raises DecodeError for a bad body)."""
     body = bytes(frame[len(frame) - header.message_length :])
     status = _hmac_status(header, body, keys)
-    message, encoding = _body_message(body, max_len)
+    message, encoding = _body_message(body, max_len, fields_seen)
     hex_ = message.uuid.hex()
     timestamp = message.timestamp
+    severity = message.severity
     code = header.hmac_hash_function
     values = (
         None if status is None else status == "valid",
@@ -395,30 +372,58 @@ def _row(
         status,
         f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}",
         timestamp,
-        *_text(message.type),
-        *_text(message.logger),
-        DEFAULT_SEVERITY if message.severity is None else message.severity,
-        message.severity is not None,
-        *_text(message.payload),
-        *_text(message.env_version),
+        message.type,
+        message.logger,
+        DEFAULT_SEVERITY if severity is None else severity,
+        severity is not None,
+        message.payload,
+        message.env_version,
         message.pid,
-        *_text(message.hostname),
+        message.hostname,
         message.unknown,
         None if code is None else HASH_FUNCTIONS[code] if code in (0, 1) else str(code),
-        _text(header.hmac_signer)[0],
+        header.hmac_signer,
         header.hmac_key_version,
         header.hmac,
         encoding,
     )
-    return values, tuple(map(_field_row, message.fields))
+    return values, message.fields
 
 
-# Columns of `_row`'s values, in order; the walk knows the rest.
-_COLUMNS = [
-    name
-    for name in HEKA_SCHEMA.names
-    if name not in ("source_file", "byte_offset", "frame_length", "fields")
-]
+# `_row`'s values, by column; the walk knows the rest. Strings come as bytes: those with a
+# `*_raw` twin fill both columns, hmac_signer only its text.
+_VALUES = (
+    "hmac_valid",
+    "event_time",
+    "hmac_status",
+    "uuid",
+    "timestamp",
+    "type",
+    "logger",
+    "severity",
+    "severity_present",
+    "payload",
+    "env_version",
+    "pid",
+    "hostname",
+    "unknown_fields",
+    "hmac_hash_function",
+    "hmac_signer",
+    "hmac_key_version",
+    "hmac",
+    "body_encoding",
+)
+_TWINNED = frozenset(("type", "logger", "payload", "env_version", "hostname"))
+
+
+class _ValueTypeNames(dict):
+    """Field.value_type codes to their names (absent means STRING); other codes as text."""
+
+    def __missing__(self, code: int) -> str:
+        return str(code)
+
+
+_VALUE_TYPE_NAMES = _ValueTypeNames({None: "STRING", **dict(enumerate(VALUE_TYPES))})
 
 
 class _Rows:
@@ -436,11 +441,11 @@ class _Rows:
         self.offsets: list[int] = []
         self.lengths: list[int] = []
         self.rows: list[tuple] = []
-        self.fields: list[tuple] = []
+        self.fields: list[Field] = []
         self.field_ends: list[int] = [0]
         self.data_bytes = 0
 
-    def add(self, offset: int, length: int, row: tuple[tuple, tuple]) -> None:
+    def add(self, offset: int, length: int, row: tuple[tuple, tuple[Field, ...]]) -> None:
         values, fields = row
         self.offsets.append(offset)
         self.lengths.append(length)
@@ -457,29 +462,106 @@ class _Rows:
         if not self.rows:
             return
         n = len(self.rows)
-        columns = dict(zip(_COLUMNS, zip(*self.rows, strict=True), strict=True))
         arrays = {
             "source_file": pa.repeat(pa.scalar(self.source, pa.string()), n),
             "byte_offset": pa.array(self.offsets, pa.int64()),
             "frame_length": pa.array(self.lengths, pa.int32()),
             "fields": _fields_column(self.fields, self.field_ends),
         }
-        for name, values in columns.items():
-            arrays[name] = pa.array(values, HEKA_SCHEMA.field(name).type)
+        for name, values in zip(_VALUES, zip(*self.rows, strict=True), strict=True):
+            if name in _TWINNED:
+                arrays[name], arrays[f"{name}_raw"] = _texts(values)
+            elif name == "hmac_signer":
+                arrays[name] = _texts(values)[0]
+            else:
+                arrays[name] = pa.array(values, HEKA_SCHEMA.field(name).type)
         self._reset()
         yield pa.RecordBatch.from_arrays(
             [arrays[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
         )
 
 
-def _fields_column(fields: list[tuple], ends: list[int]) -> pa.Array:
-    """The list<struct> `fields` column: `_field_row` tuples of all rows, row i's being
-    `fields[ends[i]:ends[i + 1]]`."""
-    children = list(zip(*fields, strict=True)) if fields else [()] * FIELD_TYPE.num_fields
-    structs = pa.StructArray.from_arrays(
-        [pa.array(values, child.type) for values, child in zip(children, FIELD_TYPE, strict=True)],
-        fields=list(FIELD_TYPE),
-    )
+def _text(raw: bytes | None) -> tuple[str | None, bytes | None]:
+    """A string as text, and its bytes when they are not UTF-8 (else None)."""
+    if raw is None:
+        return None, None
+    try:
+        return raw.decode(), None
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace"), raw
+
+
+def _all_utf8(values: Iterable[bytes | None]) -> bool:
+    """Whether every value is UTF-8, checked in one decode: joined by NUL bytes, which no
+    multi-byte sequence can span, the whole is UTF-8 exactly when each value is."""
+    try:
+        b"\0".join(filter(None, values)).decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _texts(values: Sequence[bytes | None]) -> tuple[pa.Array, pa.Array]:
+    """A string column and its `*_raw` twin from bytes (None: null). The common case, all
+    UTF-8, is the bytes as they are, seen as strings; else value by value (`_text`)."""
+    if _all_utf8(values):
+        return pa.array(values, pa.binary()).view(pa.string()), pa.nulls(len(values), pa.binary())
+    texts, raws = zip(*map(_text, values), strict=True)
+    return pa.array(texts, pa.string()), pa.array(raws, pa.binary())
+
+
+def _text_lists(lists: Sequence[tuple[bytes, ...]]) -> tuple[pa.Array, pa.Array]:
+    """The fields' `value_string` and `value_string_raw` (every element's bytes where any
+    element of that Field is not UTF-8, else null), like `_texts` for lists."""
+    if _all_utf8(chain.from_iterable(lists)):
+        texts = pa.array(lists, pa.list_(pa.binary())).view(pa.list_(pa.string()))
+        return texts, pa.nulls(len(lists), pa.list_(pa.binary()))
+    texts, raws = [], []
+    for values in lists:
+        try:
+            texts.append(tuple(map(bytes.decode, values)))
+            raws.append(None)
+        except UnicodeDecodeError:
+            texts.append(tuple(value.decode("utf-8", "replace") for value in values))
+            raws.append(values)
+    return pa.array(texts, pa.list_(pa.string())), pa.array(raws, pa.list_(pa.binary()))
+
+
+def _fields_column(fields: list[Field], ends: list[int]) -> pa.Array:
+    """The list<struct> `fields` column: the Fields of all rows, row i's being
+    `fields[ends[i]:ends[i + 1]]`. Fields repeat (`parse_message` hands out one object
+    for the same bytes), so each distinct one is converted once, then gathered by index."""
+    distinct, index = _distinct(fields)
+    structs = _field_structs(distinct)
+    if len(distinct) < len(fields):
+        structs = structs.take(pa.array(index, pa.int32()))
     return pa.ListArray.from_arrays(
         pa.array(ends, pa.int32()), structs, type=HEKA_SCHEMA.field("fields").type
     )
+
+
+def _distinct(items: list) -> tuple[list, list[int]]:
+    """The distinct objects of `items` (by identity, first seen first) and, for each item,
+    its position among them."""
+    first: dict[int, int] = {}
+    firsts = list(map(first.setdefault, map(id, items), range(len(items))))
+    rank = {at: i for i, at in enumerate(first.values())}
+    return [items[at] for at in first.values()], list(map(rank.__getitem__, firsts))
+
+
+def _field_structs(fields: list[Field]) -> pa.StructArray:
+    """The `FIELD_TYPE` struct of each Field, its strings made text column by column."""
+    columns = zip(*fields, strict=True) if fields else [()] * len(FIELD_MEMBERS)
+    names, codes, representations, strings, blobs, integers, doubles, bools, unknown = columns
+    children = [
+        *_texts(names),
+        pa.array(list(map(_VALUE_TYPE_NAMES.__getitem__, codes)), pa.string()),
+        *_texts(representations),
+        *_text_lists(strings),
+        pa.array(blobs, pa.list_(pa.binary())),
+        pa.array(integers, pa.list_(pa.int64())),
+        pa.array(doubles, pa.list_(pa.float64())),
+        pa.array(bools, pa.list_(pa.bool_())),
+        pa.array(unknown, pa.binary()),
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(FIELD_TYPE))

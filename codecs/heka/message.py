@@ -4,7 +4,8 @@ Why not the protobuf runtime (upb, with classes built from message.proto): it pa
 C far faster than Python can, but a decoder must then read every value back out of the
 message objects (presence checks, repeated containers), and that read-out alone costs more
 than this reader's whole parse (bench/heka_decode.py on 50 MB of web-log messages: parse
-and read-out 61-73k messages/s, `protobuf-values`; this reader 100k, `wire-reader`). It
+and read-out 68-75k messages/s, `protobuf-values`; this reader 116-134k without the
+decoder's memo of Fields, `wire-reader`). It
 also hands over unknown fields as their wire bytes and every string as bytes, so that
 the decoder can keep what is not UTF-8, and reports damage as a typed error.
 
@@ -32,6 +33,14 @@ _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _MASK32 = 0xFFFF_FFFF
 _SIGN64 = 1 << 63
 _DOUBLE = struct.Struct("<d")
+# How the parse loops read a field by its first byte: inline when it is a whole key of a
+# length-delimited or varint field (number 1..15), else through `_token` (any encoding,
+# and the errors for damage).
+_FAST_LEN, _FAST_VARINT = 1, 2
+_FAST = bytes(
+    0 if key < 8 or key >= 0x80 else {_LEN: _FAST_LEN, _VARINT: _FAST_VARINT}.get(key & 7, 0)
+    for key in range(256)
+)
 
 
 def _bad(kind: str, detail: str) -> DecodeError:
@@ -39,8 +48,14 @@ def _bad(kind: str, detail: str) -> DecodeError:
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A base-128 varint of up to 10 bytes at `pos` (callers inline the one-byte case);
-    IndexError when it runs past the end."""
+    """A base-128 varint of up to 10 bytes at `pos` (hot loops inline the one-byte case,
+    lengths of 128 bytes to 16 KiB take the second); IndexError when it runs past the end."""
+    value = buf[pos]
+    if value < 0x80:
+        return value, pos + 1
+    byte = buf[pos + 1]
+    if byte < 0x80:
+        return value & 0x7F | byte << 7, pos + 2
     value = 0
     shift = 0
     while shift < 70:
@@ -64,52 +79,45 @@ def _int32(bits: int) -> int:
     return bits - (1 << 32) if bits & 0x8000_0000 else bits
 
 
-def _tokens(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
-    """(key, value, field start, field end) of every field in `buf[pos:end]`, wire order.
+def _past_end(start: int, end: int) -> DecodeError:
+    return _bad("invalid_protobuf", f"the field at {start} runs past the end at {end}")
 
-    `value` is the number of a varint field, and where the value starts for the others
-    (a length-delimited value runs from there to the field's end, its prefix excluded).
-    Raises DecodeError for damage (IndexError past the end is turned into one)."""
-    out = []
+
+def _token(buf: bytes, pos: int) -> tuple[int, int, int]:
+    """The field at `pos`, in any encoding: (key, value, next position). `value` is the
+    number of a varint field, and where the value starts for the others (a length-delimited
+    value runs from there to the next position). The caller checks the next position
+    against its end; running past the buffer raises IndexError (for `_past_end`)."""
     start = pos
-    try:
-        while pos < end:
-            start = pos
-            key = buf[pos]
+    key = buf[pos]
+    pos += 1
+    if key >= 0x80:
+        key, pos = _varint(buf, start)
+    wire_type = key & 7
+    if wire_type == _VARINT:
+        value = buf[pos]
+        if value < 0x80:
             pos += 1
-            if key >= 0x80:
-                key, pos = _varint(buf, start)
-            wire_type = key & 7
-            if wire_type == _VARINT:
-                value = buf[pos]
-                if value < 0x80:
-                    pos += 1
-                else:
-                    value, pos = _varint(buf, pos)
-            elif wire_type == _LEN:
-                length = buf[pos]
-                if length < 0x80:
-                    pos += 1
-                else:
-                    length, pos = _varint(buf, pos)
-                value = pos
-                pos += length
-            elif wire_type == _FIXED64:
-                value = pos
-                pos += 8
-            elif wire_type == _FIXED32:
-                value = pos
-                pos += 4
-            else:
-                raise _bad("invalid_protobuf", f"wire type {wire_type} at {start}")
-            if key < 8:
-                raise _bad("invalid_protobuf", f"field number 0 at {start}")
-            out.append((key, value, start, pos))
-    except IndexError:
-        pos = end + 1
-    if pos > end:
-        raise _bad("invalid_protobuf", f"the field at {start} runs past the end at {end}")
-    return out
+        else:
+            value, pos = _varint(buf, pos)
+    elif wire_type == _LEN:
+        length = buf[pos]
+        if length < 0x80:
+            value = pos + 1
+        else:
+            length, value = _varint(buf, pos)
+        pos = value + length
+    elif wire_type == _FIXED64:
+        value = pos
+        pos += 8
+    elif wire_type == _FIXED32:
+        value = pos
+        pos += 4
+    else:
+        raise _bad("invalid_protobuf", f"wire type {wire_type} at {start}")
+    if key < 8:
+        raise _bad("invalid_protobuf", f"field number 0 at {start}")
+    return key, value, pos
 
 
 class Header(NamedTuple):
@@ -123,32 +131,54 @@ class Header(NamedTuple):
 def parse_header(buf: bytes) -> Header:
     """The framing header; raises DecodeError when it is not a protobuf."""
     length = hash_fn = signer = version = digest = None
-    for key, value, _, stop in _tokens(buf, 0, len(buf)):
-        if key == 0x08:
-            length = value & _MASK32
-        elif key == 0x18:
-            hash_fn = _int32(value)
-        elif key == 0x22:
-            signer = buf[value:stop]
-        elif key == 0x28:
-            version = value & _MASK32
-        elif key == 0x32:
-            digest = buf[value:stop]
+    pos = start = 0
+    end = len(buf)
+    try:
+        while pos < end:
+            start = pos
+            key, value, pos = _token(buf, pos)
+            if pos > end:
+                raise _past_end(start, end)
+            if key == 0x08:
+                length = value & _MASK32
+            elif key == 0x18:
+                hash_fn = _int32(value)
+            elif key == 0x22:
+                signer = buf[value:pos]
+            elif key == 0x28:
+                version = value & _MASK32
+            elif key == 0x32:
+                digest = buf[value:pos]
+    except IndexError:
+        raise _past_end(start, end) from None
     return Header(length, hash_fn, signer, version, digest)
 
 
-class Field(NamedTuple):
-    """One Heka Field as on the wire: strings still bytes, unknown fields kept raw."""
-
-    name: bytes | None
-    value_type: int | None  # None when absent (means STRING)
-    representation: bytes | None
-    value_string: tuple[bytes, ...]
-    value_bytes: tuple[bytes, ...]
-    value_integer: tuple[int, ...]
-    value_double: tuple[float, ...]
-    value_bool: tuple[bool, ...]
-    unknown: bytes | None
+# One Heka Field as on the wire, strings still bytes, unknown members kept raw: a plain
+# tuple of these members, in this order. Not a NamedTuple: the garbage collector stops
+# tracking an exact tuple of atoms, and a stream's Fields live until their batch is built.
+FIELD_MEMBERS = (
+    "name",
+    "value_type",  # None when absent (means STRING)
+    "representation",
+    "value_string",
+    "value_bytes",
+    "value_integer",
+    "value_double",
+    "value_bool",
+    "unknown",
+)
+Field = tuple[
+    bytes | None,
+    int | None,
+    bytes | None,
+    tuple[bytes, ...],
+    tuple[bytes, ...],
+    tuple[int, ...],
+    tuple[float, ...],
+    tuple[bool, ...],
+    bytes | None,
+]
 
 
 class Message(NamedTuple):
@@ -190,8 +220,11 @@ def _int64s(values: list[int]) -> tuple[int, ...]:
 
 
 def parse_field(buf: bytes, pos: int, end: int) -> Field:
-    """The Field in `buf[pos:end]`. Values are kept in tuples: a tuple of atoms is not
-    tracked by the garbage collector, which keeps flushes of many rows cheap."""
+    """The Field in `buf[pos:end]`, in one pass. Values are kept in tuples: a tuple of atoms
+    is not tracked by the garbage collector, which keeps flushes of many rows cheap.
+
+    Damage inside a packed run is raised only once the walk has reached `end`, so that a
+    damaged layout later in the Field is what gets reported, as a walk-then-read would."""
     name = value_type = representation = None
     strings: tuple[bytes, ...] = ()
     blobs: tuple[bytes, ...] = ()
@@ -199,34 +232,71 @@ def parse_field(buf: bytes, pos: int, end: int) -> Field:
     doubles: tuple[float, ...] = ()
     bools: tuple[bool, ...] = ()
     unknown = b""
-    for key, value, start, stop in _tokens(buf, pos, end):
-        if key == 0x0A:
-            name = buf[value:stop]
-        elif key == 0x10:
-            value_type = _int32(value)
-        elif key == 0x22:
-            strings += (buf[value:stop],)
-        elif key == 0x32:
-            integers += _int64s(_packed_varints(buf, value, stop))
-        elif key == 0x3A:
-            if (stop - value) % 8:
-                raise _bad("invalid_protobuf", f"packed doubles of {stop - value} bytes")
-            doubles += struct.unpack_from(f"<{(stop - value) // 8}d", buf, value)
-        elif key == 0x42:
-            bools += tuple(v != 0 for v in _packed_varints(buf, value, stop))
-        elif key == 0x1A:
-            representation = buf[value:stop]
-        elif key == 0x2A:
-            blobs += (buf[value:stop],)
-        elif key == 0x30:
-            integers += (_int64(value),)
-        elif key == 0x39:
-            doubles += _DOUBLE.unpack_from(buf, value)
-        elif key == 0x40:
-            bools += (value != 0,)
-        else:
-            unknown += buf[start:stop]
-    return Field(
+    problem = None
+    fast = _FAST
+    start = pos
+    try:
+        while pos < end:
+            start = pos
+            key = buf[pos]
+            kind = fast[key]
+            if kind == _FAST_LEN:  # the hot path, inlined
+                length = buf[pos + 1]
+                if length < 0x80:
+                    value = pos + 2
+                else:
+                    length, value = _varint(buf, pos + 1)
+                pos = value + length
+            elif kind == _FAST_VARINT:
+                value = buf[pos + 1]
+                if value < 0x80:
+                    pos += 2
+                else:
+                    value, pos = _varint(buf, pos + 1)
+            else:
+                key, value, pos = _token(buf, pos)
+            if pos > end:
+                raise _past_end(start, end)
+            if key == 0x0A:
+                name = buf[value:pos]
+            elif key == 0x10:
+                value_type = value if value < 0x8000_0000 else _int32(value)
+            elif key == 0x22:
+                strings += (buf[value:pos],)
+            elif key == 0x3A:
+                if (pos - value) % 8:
+                    problem = problem or _bad(
+                        "invalid_protobuf", f"packed doubles of {pos - value} bytes"
+                    )
+                else:
+                    doubles += struct.unpack_from(f"<{(pos - value) // 8}d", buf, value)
+            elif key in (0x32, 0x42):
+                try:
+                    values = _packed_varints(buf, value, pos)
+                except DecodeError as err:
+                    problem = problem or err
+                else:
+                    if key == 0x32:
+                        integers += _int64s(values)
+                    else:
+                        bools += tuple(v != 0 for v in values)
+            elif key == 0x1A:
+                representation = buf[value:pos]
+            elif key == 0x2A:
+                blobs += (buf[value:pos],)
+            elif key == 0x30:
+                integers += (_int64(value),)
+            elif key == 0x39:
+                doubles += _DOUBLE.unpack_from(buf, value)
+            elif key == 0x40:
+                bools += (value != 0,)
+            else:
+                unknown += buf[start:pos]
+    except IndexError:
+        raise _past_end(start, end) from None
+    if problem is not None:
+        raise problem
+    return (
         name,
         value_type,
         representation,
@@ -239,35 +309,85 @@ def parse_field(buf: bytes, pos: int, end: int) -> Field:
     )
 
 
-def parse_message(buf: bytes) -> Message:
-    """A Heka Message; raises DecodeError (`invalid_protobuf`) for damage."""
+# `fields_seen` keeps at most this many Fields of at most this many bytes (then restarts):
+# a few MiB at worst, and Fields that long seldom repeat.
+_SEEN_FIELDS = 2048
+_SEEN_FIELD_BYTES = 1024
+
+
+def parse_message(buf: bytes, fields_seen: dict[bytes, Field] | None = None) -> Message:
+    """A Heka Message; raises DecodeError (`invalid_protobuf`) for damage.
+
+    `fields_seen` (one per stream) remembers Fields by their bytes, on which alone their
+    value depends: producers send the same few Fields over and over. The message's own
+    members are read in one pass; Fields not seen before are parsed after it, in wire
+    order, so that damage is reported as a walk of the message, then of each Field, finds
+    it."""
     uuid = timestamp = type_ = logger = severity = payload = env_version = None
     pid = hostname = None
-    fields: list[Field] = []
+    seen = {} if fields_seen is None else fields_seen
+    fields: list[Field | None] = []
+    unseen: list[tuple[int, bytes | None, int, int]] = []  # (index, bytes, start, end)
     unknown = b""
-    for key, value, start, stop in _tokens(buf, 0, len(buf)):
-        if key == 0x52:
-            fields.append(parse_field(buf, value, stop))
-        elif key == 0x0A:
-            uuid = buf[value:stop]
-        elif key == 0x10:
-            timestamp = _int64(value)
-        elif key == 0x1A:
-            type_ = buf[value:stop]
-        elif key == 0x22:
-            logger = buf[value:stop]
-        elif key == 0x28:
-            severity = _int32(value)
-        elif key == 0x32:
-            payload = buf[value:stop]
-        elif key == 0x3A:
-            env_version = buf[value:stop]
-        elif key == 0x40:
-            pid = _int32(value)
-        elif key == 0x4A:
-            hostname = buf[value:stop]
-        else:
-            unknown += buf[start:stop]
+    fast = _FAST
+    pos = start = 0
+    end = len(buf)
+    try:
+        while pos < end:
+            start = pos
+            key = buf[pos]
+            kind = fast[key]
+            if kind == _FAST_LEN:  # the hot path, inlined
+                length = buf[pos + 1]
+                if length < 0x80:
+                    value = pos + 2
+                else:
+                    length, value = _varint(buf, pos + 1)
+                pos = value + length
+            elif kind == _FAST_VARINT:
+                value = buf[pos + 1]
+                if value < 0x80:
+                    pos += 2
+                else:
+                    value, pos = _varint(buf, pos + 1)
+            else:
+                key, value, pos = _token(buf, pos)
+            if pos > end:
+                raise _past_end(start, end)
+            if key == 0x52:
+                data = buf[value:pos] if pos - value <= _SEEN_FIELD_BYTES else None
+                field = seen.get(data)
+                if field is None:
+                    unseen.append((len(fields), data, value, pos))
+                fields.append(field)
+            elif key == 0x0A:
+                uuid = buf[value:pos]
+            elif key == 0x10:
+                timestamp = value if value < _SIGN64 else _int64(value)
+            elif key == 0x1A:
+                type_ = buf[value:pos]
+            elif key == 0x22:
+                logger = buf[value:pos]
+            elif key == 0x28:
+                severity = value if value < 0x8000_0000 else _int32(value)
+            elif key == 0x32:
+                payload = buf[value:pos]
+            elif key == 0x3A:
+                env_version = buf[value:pos]
+            elif key == 0x40:
+                pid = value if value < 0x8000_0000 else _int32(value)
+            elif key == 0x4A:
+                hostname = buf[value:pos]
+            else:
+                unknown += buf[start:pos]
+    except IndexError:
+        raise _past_end(start, end) from None
+    for i, data, value, stop in unseen:
+        fields[i] = field = parse_field(buf, value, stop)
+        if data is not None:
+            if len(seen) >= _SEEN_FIELDS:
+                seen.clear()
+            seen[data] = field
     return Message(
         uuid,
         timestamp,

@@ -36,7 +36,7 @@ import pyarrow as pa
 from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
-from wirecodecs.hercules.event import FORMAT, Event, EventReader
+from wirecodecs.hercules.event import FORMAT, WIDTH, Event, EventReader
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 from wirecodecs.stream import StreamWindow
@@ -53,7 +53,7 @@ OPTIONS: dict[str, object] = {
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
 _LOOKAHEAD = 64 << 10  # bytes buffered ahead of an event before it is read
-_FLUSH_ENTRIES = 1 << 16  # also yield once this many tag entries are buffered (memory)
+_FLUSH_ITEMS = WIDTH << 16  # also yield once 65 536 tag entries are buffered (memory)
 _STATE_ENTRY_BYTES = 12  # stream read state: partition int32, offset int64
 _RESYNC_TICKS = 7 * 24 * 3600 * 10**7  # a week: see `_chain_reads`
 _RESYNC_BUDGET = 2_000_000  # tag entries resync candidates may cost per file (~2 s)
@@ -83,7 +83,7 @@ def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
     """One event that is a whole Kafka record value, as one row dict (no lineage pair);
     raises DecodeError when it does not read or does not fill the value exactly."""
     opts = _options(options)
-    entries: list[tuple] = []
+    entries: list = []
     reader = EventReader(value, len(value), opts["max_depth"], entries)
     event, end = reader.event(0, opts["max_event_bytes"])
     if end != len(value):
@@ -93,7 +93,10 @@ def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
     micros = event_micros(event.timestamp)
     when = None if micros is None else _EPOCH + dt.timedelta(microseconds=micros)
     row = dict(zip(_HEAD_COLUMNS, _head(event, when), strict=True))
-    row["tags"] = [dict(zip(TAG_FIELDS, entry, strict=True)) for entry in entries]
+    row["tags"] = [
+        dict(zip(TAG_FIELDS, entries[at : at + WIDTH], strict=True))
+        for at in range(0, len(entries), WIDTH)
+    ]
     return [row]
 
 
@@ -132,7 +135,11 @@ def _options(given: Mapping[str, object]) -> dict:
 
 
 class _Rows:
-    """Events read since the last flush, turned into Arrow columns in one go."""
+    """Events read since the last flush, turned into Arrow columns in one go. Everything
+    is kept in flat lists (an event's `_HEAD_COLUMNS` values, its tag entries `WIDTH`
+    items each) and a column is a strided slice. Not a tuple per tag: transposing those
+    (`zip(*entries)`) made an iterator object per tag, and the full garbage collections
+    they set off took 40% of the decode."""
 
     def __init__(self, source: str, batch_rows: int) -> None:
         self.source = source
@@ -141,35 +148,35 @@ class _Rows:
 
     def _reset(self) -> None:
         self.offsets: list[int] = []
-        self.heads: list[tuple] = []  # `_HEAD_COLUMNS` per event
-        self.entries: list[tuple] = []  # every event's tag entries, back to back
+        self.heads: list = []  # `_HEAD_COLUMNS` values of every event, back to back
+        self.entries: list = []  # every event's tag entries, back to back
         self.ends: list[int] = [0]  # list offsets into `entries`
 
     def add(self, byte_offset: int, event: Event) -> None:
         self.offsets.append(byte_offset)
-        self.heads.append(_head(event, event_micros(event.timestamp)))
-        self.ends.append(len(self.entries))
+        self.heads.extend(_head(event, event_micros(event.timestamp)))
+        self.ends.append(len(self.entries) // WIDTH)
 
     @property
     def full(self) -> bool:
-        return len(self.heads) >= self.batch_rows or len(self.entries) >= _FLUSH_ENTRIES
+        return len(self.offsets) >= self.batch_rows or len(self.entries) >= _FLUSH_ITEMS
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        if not self.heads:
+        if not self.offsets:
             return
         offsets, heads, entries, ends = self.offsets, self.heads, self.entries, self.ends
         self._reset()
-        tag_columns = list(zip(*entries, strict=True)) if entries else [() for _ in TAG_FIELDS]
         tags = pa.StructArray.from_arrays(
-            [pa.array(col, field.type) for col, field in zip(tag_columns, TAG_TYPE, strict=True)],
+            [pa.array(entries[i::WIDTH], field.type) for i, field in enumerate(TAG_TYPE)],
             fields=list(TAG_TYPE),
         )
         tags_type = HERCULES_SCHEMA.field("tags").type
+        width = len(_HEAD_COLUMNS)
         arrays = {
-            name: pa.array(values, HERCULES_SCHEMA.field(name).type)
-            for name, values in zip(_HEAD_COLUMNS, zip(*heads, strict=True), strict=True)
+            name: pa.array(heads[i::width], HERCULES_SCHEMA.field(name).type)
+            for i, name in enumerate(_HEAD_COLUMNS)
         }
-        arrays["source_file"] = pa.repeat(pa.scalar(self.source, pa.string()), len(heads))
+        arrays["source_file"] = pa.repeat(pa.scalar(self.source, pa.string()), len(offsets))
         arrays["byte_offset"] = pa.array(offsets, pa.int64())
         arrays["tags"] = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), tags, type=tags_type)
         yield pa.RecordBatch.from_arrays(
@@ -187,6 +194,8 @@ class _Walk:
         self.opts = opts
         self.rows = _Rows(source, opts["batch_rows"])
         self.reader = EventReader(b"", 0, opts["max_depth"], self.rows.entries)
+        self.copy = b""  # the window's bytes from `copy_offset` on: see `_point_reader`
+        self.copy_offset = 0
         self.last_ticks: int | None = None  # the last good event's timestamp
         self.resync_spent = 0  # see `_resync`
 
@@ -255,10 +264,9 @@ class _Walk:
                 return None
             entries = self.reader.entries = self.rows.entries
             mark = len(entries)
-            self.reader.buf = window.peek(available)
-            self.reader.end = available
+            start = self._point_reader(available)
             try:
-                event, end = self.reader.event(0, max_event)
+                event, end = self.reader.event(start, start + max_event)
             except DecodeError as err:
                 del entries[mark:]
                 if err.kind == "truncated" and available >= want:  # more bytes may come
@@ -280,24 +288,38 @@ class _Walk:
                                       f"{err.detail}", offset=err.offset)  # fmt: skip
                 yield self._quarantine_damage(err)
                 return False
-            if end < available and self.reader.buf[end] != 1:
-                swallowed = self._misframed(end)
+            if end < self.reader.end and self.copy[end] != 1:
+                swallowed = self._misframed(end, event.size)
                 if swallowed is not None:
                     del entries[mark:]
                     yield from self.rows.flush()
                     yield self._quarantine_region(swallowed, "misframed_event", (
-                        f"the event reads as {end} bytes, but no event follows it and one "
-                        f"starts at +{swallowed}: a damaged length"))  # fmt: skip
+                        f"the event reads as {event.size} bytes, but no event follows it and "
+                        f"one starts at +{swallowed}: a damaged length"))  # fmt: skip
                     return False
             self.rows.add(window.offset, event)
             self.last_ticks = event.timestamp
-            window.consume(end)
-            self.acc.bytes_decoded += end
+            window.consume(event.size)
+            self.acc.bytes_decoded += event.size
             self.acc.frames_good += 1
             self.acc.records_good += 1
             if self.rows.full:
                 yield from self.rows.flush()
             return True
+
+    def _point_reader(self, available: int) -> int:
+        """Points the reader at the next `available` bytes as one bytes object (slicing
+        and decoding text are cheaper on bytes than on a memoryview); returns where they
+        start in it. The window's bytes are copied only when it has buffered new ones, so
+        each byte of the file is copied about once."""
+        start = self.window.offset - self.copy_offset
+        if start + available > len(self.copy):
+            self.copy = bytes(self.window.peek(available))
+            self.copy_offset = self.window.offset
+            start = 0
+        self.reader.buf = self.copy
+        self.reader.end = start + available
+        return start
 
     def _truncated_tail(self) -> None:
         self.acc.bytes_truncated_tail += self.window.available
@@ -319,10 +341,11 @@ class _Walk:
         self._count_bad(length)
         return Quarantined(self.source, start, length, kind, detail, head)
 
-    def _misframed(self, end: int) -> int | None:
-        """Called when the bytes after an event (`end` long) do not start a version-1
-        event: if they do not start any event and a chain of events starts inside this
-        one, a damaged length made it swallow its successors; returns where they start."""
+    def _misframed(self, end: int, size: int) -> int | None:
+        """Called when the bytes after an event (`size` long, ending at `end` in the
+        reader's buffer) do not start a version-1 event: if they do not start any event
+        and a chain of events starts inside this one, a damaged length made it swallow its
+        successors; returns where they start (from the event's start)."""
         max_event = self.opts["max_event_bytes"]
         probe = EventReader(self.reader.buf, self.reader.end, self.opts["max_depth"], [])
         try:
@@ -330,8 +353,8 @@ class _Walk:
             return None
         except DecodeError:
             pass  # not an event, or not buffered whole: look for a chain inside this one
-        start = self._resync()
-        return start if start is not None and start < end else None
+        skip = self._resync()
+        return skip if skip is not None and skip < size else None
 
     def _resync(self) -> int | None:
         """Bytes from the bad event's start to the first later offset where a version-1
@@ -349,7 +372,7 @@ class _Walk:
         while pos != -1 and self.resync_spent < _RESYNC_BUDGET:
             if _chain_reads(probe, pos, max_event, at_eof, self.last_ticks):
                 return pos
-            self.resync_spent += len(probe.entries) + 1
+            self.resync_spent += len(probe.entries) // WIDTH + 1
             probe.entries.clear()
             pos = data.find(b"\x01", pos + 1, max_event + 1)
         return None

@@ -21,6 +21,7 @@ import math
 import struct
 
 from wirecodecs.errors import DecodeError
+from wirecodecs.hercules.schema import TAG_FIELDS
 
 FORMAT = "hercules"
 
@@ -62,9 +63,15 @@ _INTS = {  # ... and for one value: unpack_from, size, type name
     code: (struct.Struct(">" + fmt).unpack_from, size, TYPE_NAMES[code])
     for code, (fmt, size) in _NUMBERS.items()
 }
-# Float/Double: value code, raw-bits code, size (both kept: the bits hold NaN payloads)
-_FLOATS = {FLOAT: ("f", "I", 4), DOUBLE: ("d", "q", 8)}
+# Float/Double: value code, raw-bits code, size (both kept: the bits hold NaN payloads) ...
+_REALS = {FLOAT: ("f", "I", 4), DOUBLE: ("d", "q", 8)}
+_FLOATS = {  # ... and for one value: value and bits unpack_from, size, type name
+    code: (struct.Struct(">" + fmt).unpack_from, struct.Struct(">" + bits).unpack_from, size,
+           TYPE_NAMES[code])
+    for code, (fmt, bits, size) in _REALS.items()
+}  # fmt: skip
 _KEY_CACHE = 1 << 14  # distinct tag keys a reader remembers
+WIDTH = len(TAG_FIELDS)  # items per tag entry in the flat entries list
 
 HEADER = struct.Struct(
     ">B"  # version
@@ -83,6 +90,11 @@ _PATH_SPECIAL = frozenset(_PATH_ESCAPES)
 _PATH_TABLE = str.maketrans(_PATH_ESCAPES)
 
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+# json.dumps(view, ensure_ascii=False, separators=(",", ":"), allow_nan=False), with one
+# encoder for every event instead of one per call (views are trees: no cycle check)
+_to_json = json.JSONEncoder(
+    ensure_ascii=False, check_circular=False, allow_nan=False, separators=(",", ":")
+).encode
 
 
 def path_segment(key: str) -> str:
@@ -106,9 +118,9 @@ def uuid_text(raw: bytes) -> str:
 
 
 def _json_float(value: float) -> float | str:
-    if value != value:
-        return "NaN"
-    return _NON_FINITE.get(value, value)
+    if value - value == 0:  # finite
+        return value
+    return "NaN" if value != value else _NON_FINITE[value]
 
 
 class Event:
@@ -126,11 +138,14 @@ class Event:
 
 
 class EventReader:
-    """Reads events from `buf` (bytes or memoryview) up to `end`, appending tag entries
-    (tuples in `schema.TAG_FIELDS` order) to `entries`; entry `parent` indices count from
-    the first entry of the event being read."""
+    """Reads events from `buf` (bytes or memoryview) up to `end`, appending tag entries to
+    the flat list `entries`: each entry is `WIDTH` consecutive items in
+    `schema.TAG_FIELDS` order (one list of scalars, not a tuple per entry: no container
+    object per tag for the garbage collector to track, and columns are plain slices);
+    entry `parent` indices count from the first entry of the event being read, and error
+    offsets from its first byte."""
 
-    __slots__ = ("base", "buf", "end", "entries", "keys", "limit", "max_depth")
+    __slots__ = ("base", "buf", "end", "entries", "keys", "limit", "max_depth", "start")
 
     def __init__(self, buf, end: int, max_depth: int, entries: list) -> None:
         self.buf = buf
@@ -138,7 +153,8 @@ class EventReader:
         self.max_depth = max_depth
         self.entries = entries
         self.limit = end
-        self.base = 0
+        self.base = 0  # len(entries) when the current event started
+        self.start = 0  # where in `buf` the current event starts
         self.keys: dict[bytes, tuple[str, bytes | None, str]] = {}  # raw key -> key, raw, segment
 
     def _key(self, raw: bytes) -> tuple[str, bytes | None, str]:
@@ -151,28 +167,29 @@ class EventReader:
         return found
 
     def _fail(self, kind: str, detail: str, pos: int) -> DecodeError:
-        return DecodeError(FORMAT, kind, detail, offset=pos)
+        return DecodeError(FORMAT, kind, detail, offset=pos - self.start)
 
     def _need(self, pos: int, n: int, what: str) -> None:
         if pos + n > self.end:
             kind = "length_out_of_range" if pos + n > self.limit else "truncated"
+            at = pos - self.start
             raise self._fail(
-                kind, f"{what}: needs {n} bytes at {pos}, {max(self.end - pos, 0)} left", pos
+                kind, f"{what}: needs {n} bytes at {at}, {max(self.end - pos, 0)} left", pos
             )
 
     def event(self, pos: int, limit: int) -> tuple[Event, int]:
         """The event at `pos`, not allowed to extend past `limit`; returns it and its end."""
         self.limit = limit
         self.base = len(self.entries)
-        start = pos
+        self.start = start = pos
         self._need(pos, HEADER.size, "event header")
         version, ticks, raw_uuid, count = HEADER.unpack_from(self.buf, pos)
         pos, view = self._container(pos + HEADER.size, count, 1, "", -1)
-        text = json.dumps(view, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return Event(version, ticks, uuid_text(raw_uuid), pos - start, count, text), pos
+        return Event(version, ticks, uuid_text(raw_uuid), pos - start, count, _to_json(view)), pos
 
     def _container(self, pos: int, count: int, depth: int, prefix: str, parent: int):
-        """`count` tags from `pos`: entries appended, (end, plain view) returned."""
+        """`count` tags from `pos`: entries appended, (end, plain view) returned. The hot
+        loop: Strings and integers (most tags) are read inline, the rest by `_value`."""
         if depth > self.max_depth:
             raise self._fail("too_deep", f"nesting deeper than max_depth {self.max_depth}", pos)
         end = self.end
@@ -180,15 +197,14 @@ class EventReader:
             self._need(pos, 2 * count, f"{count} tags")
         buf = self.buf
         keys = self.keys
-        append = self.entries.append
+        extend = self.entries.extend
         view = {}
-        for _ in range(count):  # Strings and integers inline: most tags are those
+        for _ in range(count):
             if pos >= end:
                 self._need(pos, 2, "tag key length and type")
-            size = buf[pos]
-            at = pos + 1 + size  # the type byte
+            at = pos + 1 + buf[pos]  # the type byte
             if at >= end:
-                self._need(pos + 1, size + 1, "tag key and type")
+                self._need(pos + 1, at - pos, "tag key and type")
             raw = bytes(buf[pos + 1 : at])
             key, key_raw, segment = keys.get(raw) or self._key(raw)
             code = buf[at]
@@ -202,10 +218,9 @@ class EventReader:
                 if size < 0 or pos > end:
                     self._string_error(at - 4, size)
                 try:
-                    text = str(buf[at:pos], "utf-8")
-                    append((prefix + segment, parent, key, key_raw, None, "String", None, None,
+                    view[key] = text = str(buf[at:pos], "utf-8")
+                    extend((prefix + segment, parent, key, key_raw, None, "String", None, None,
                             None, None, None, None, text, None))  # fmt: skip
-                    view[key] = text
                     continue
                 except UnicodeDecodeError:
                     pos = at - 4  # read again below, keeping the raw bytes
@@ -215,9 +230,9 @@ class EventReader:
                     self._need(pos, size, name)
                 (value,) = unpack(buf, pos)
                 pos += size
-                append((prefix + segment, parent, key, key_raw, None, name, None, None,
-                        value, None, None, None, None, None))  # fmt: skip
                 view[key] = value
+                extend((prefix + segment, parent, key, key_raw, None, name, None, None,
+                        value, None, None, None, None, None))  # fmt: skip
                 continue
             pos, view[key] = self._value(
                 code, pos, depth, prefix + segment, parent, key, key_raw, None
@@ -230,63 +245,73 @@ class EventReader:
         self._need(pos + 4, size, "string")
 
     def _value(self, code, pos, depth, path, parent, key, key_raw, index):
-        """The value of type `code` at `pos`: its entry (and its children's) appended."""
-        entries = self.entries
+        """The value of type `code` at `pos`: its entry (and its children's) appended;
+        returns (end, plain view)."""
+        extend = self.entries.extend
         buf = self.buf
-        if code in _INTS:
-            unpack, size, name = _INTS[code]
-            self._need(pos, size, name)
-            (value,) = unpack(buf, pos)
-            entries.append((path, parent, key, key_raw, index, name, None, None,
-                            value, None, None, None, None, None))  # fmt: skip
-            return pos + size, value
-        if code == STRING:
-            self._need(pos, 4, "string length")
-            (size,) = _I32.unpack_from(buf, pos)
-            if size < 0 or pos + 4 + size > self.end:
-                self._string_error(pos, size)
-            text, raw = _text(bytes(buf[pos + 4 : pos + 4 + size]))
-            entries.append((path, parent, key, key_raw, index, "String", None, None,
-                            None, None, None, None, text, raw))  # fmt: skip
-            return pos + 4 + size, text
-        if code == CONTAINER:
-            self._need(pos, 2, "container count")
-            (count,) = _U16.unpack_from(buf, pos)
-            me = len(entries) - self.base
-            entries.append((path, parent, key, key_raw, index, "Container", None, count,
-                            None, None, None, None, None, None))  # fmt: skip
-            return self._container(pos + 2, count, depth + 1, path + "/", me)
         if code == VECTOR:
             return self._vector(pos, depth, path, parent, key, key_raw, index)
-        if code == BYTE:
-            self._need(pos, 1, "Byte")
-            value = buf[pos]
-            entries.append((path, parent, key, key_raw, index, "Byte", None, None,
-                            value, None, None, None, None, None))  # fmt: skip
-            return pos + 1, value
-        if code == FLAG:
-            self._need(pos, 1, "Flag")
-            value = buf[pos] != 0  # Java: any non-zero byte is true
-            entries.append((path, parent, key, key_raw, index, "Flag", None, None,
-                            None, value, None, None, None, None))  # fmt: skip
-            return pos + 1, value
+        if code == CONTAINER:
+            if pos + 2 > self.end:
+                self._need(pos, 2, "container count")
+            (count,) = _U16.unpack_from(buf, pos)
+            me = (len(self.entries) - self.base) // WIDTH  # this entry's index
+            extend((path, parent, key, key_raw, index, "Container", None, count,
+                    None, None, None, None, None, None))  # fmt: skip
+            return self._container(pos + 2, count, depth + 1, path + "/", me)
+        if code == STRING:
+            if pos + 4 > self.end:
+                self._need(pos, 4, "string length")
+            (size,) = _I32.unpack_from(buf, pos)
+            at = pos + 4
+            pos = at + size
+            if size < 0 or pos > self.end:
+                self._string_error(at - 4, size)
+            text, raw = _text(bytes(buf[at:pos]))
+            extend((path, parent, key, key_raw, index, "String", None, None,
+                    None, None, None, None, text, raw))  # fmt: skip
+            return pos, text
+        if code in _INTS:
+            unpack, size, name = _INTS[code]
+            if pos + size > self.end:
+                self._need(pos, size, name)
+            (value,) = unpack(buf, pos)
+            extend((path, parent, key, key_raw, index, name, None, None,
+                    value, None, None, None, None, None))  # fmt: skip
+            return pos + size, value
         if code in _FLOATS:
-            fmt, bits_fmt, size = _FLOATS[code]
-            self._need(pos, size, TYPE_NAMES[code])
-            (value,) = struct.unpack_from(">" + fmt, buf, pos)
-            (bits,) = struct.unpack_from(">" + bits_fmt, buf, pos)
-            entries.append((path, parent, key, key_raw, index, TYPE_NAMES[code], None, None,
-                            None, None, value, bits, None, None))  # fmt: skip
+            unpack, unpack_bits, size, name = _FLOATS[code]
+            if pos + size > self.end:
+                self._need(pos, size, name)
+            (value,) = unpack(buf, pos)
+            (bits,) = unpack_bits(buf, pos)
+            extend((path, parent, key, key_raw, index, name, None, None,
+                    None, None, value, bits, None, None))  # fmt: skip
             return pos + size, _json_float(value)
+        if code == FLAG:
+            if pos >= self.end:
+                self._need(pos, 1, "Flag")
+            value = buf[pos] != 0  # Java: any non-zero byte is true
+            extend((path, parent, key, key_raw, index, "Flag", None, None,
+                    None, value, None, None, None, None))  # fmt: skip
+            return pos + 1, value
+        if code == BYTE:
+            if pos >= self.end:
+                self._need(pos, 1, "Byte")
+            value = buf[pos]
+            extend((path, parent, key, key_raw, index, "Byte", None, None,
+                    value, None, None, None, None, None))  # fmt: skip
+            return pos + 1, value
         if code == UUID:
-            self._need(pos, 16, "UUID")
+            if pos + 16 > self.end:
+                self._need(pos, 16, "UUID")
             text = uuid_text(bytes(buf[pos : pos + 16]))
-            entries.append((path, parent, key, key_raw, index, "UUID", None, None,
-                            None, None, None, None, text, None))  # fmt: skip
+            extend((path, parent, key, key_raw, index, "UUID", None, None,
+                    None, None, None, None, text, None))  # fmt: skip
             return pos + 16, text
         if code == NULL:
-            entries.append((path, parent, key, key_raw, index, "Null", None, None,
-                            None, None, None, None, None, None))  # fmt: skip
+            extend((path, parent, key, key_raw, index, "Null", None, None,
+                    None, None, None, None, None, None))  # fmt: skip
             return pos, None
         raise self._type_error(code, pos - 1)
 
@@ -301,7 +326,8 @@ class EventReader:
         other element gets an entry of its own (`path[i]`)."""
         if depth >= self.max_depth:
             raise self._fail("too_deep", f"nesting deeper than max_depth {self.max_depth}", pos)
-        self._need(pos, 5, "vector header")
+        if pos + 5 > self.end:
+            self._need(pos, 5, "vector header")
         code, length = _VECTOR_HEAD.unpack_from(self.buf, pos)
         pos += 5
         if code not in MIN_SIZE:
@@ -310,12 +336,14 @@ class EventReader:
             raise self._fail("negative_length", f"negative vector length {length}", pos - 4)
         if code == NULL and length > self.limit - pos:  # no bytes per element: bound it
             raise self._fail("length_out_of_range", f"Null vector of {length} elements", pos - 4)
-        self._need(pos, length * MIN_SIZE[code], f"vector of {length} {TYPE_NAMES[code]}")
+        if pos + length * MIN_SIZE[code] > self.end:
+            self._need(pos, length * MIN_SIZE[code], f"vector of {length} {TYPE_NAMES[code]}")
         entries = self.entries
+        extend = entries.extend
         raw = bytes(self.buf[pos : pos + length]) if code == BYTE else None
-        me = len(entries) - self.base
-        entries.append((path, parent, key, key_raw, index, "Vector", TYPE_NAMES[code], length,
-                        None, None, None, None, None, raw))  # fmt: skip
+        me = (len(entries) - self.base) // WIDTH  # this entry's index
+        extend((path, parent, key, key_raw, index, "Vector", TYPE_NAMES[code], length,
+                None, None, None, None, None, raw))  # fmt: skip
         if code == BYTE:
             return pos + length, list(raw)
         if code == NULL:
@@ -325,11 +353,28 @@ class EventReader:
             name = TYPE_NAMES[code]
             values = struct.unpack_from(f">{length}{fmt}", self.buf, pos)
             for i, value in enumerate(values):
-                entries.append((f"{path}[{i}]", me, None, None, i, name, None, None,
-                                value, None, None, None, None, None))  # fmt: skip
+                extend((f"{path}[{i}]", me, None, None, i, name, None, None,
+                        value, None, None, None, None, None))  # fmt: skip
             return pos + length * size, list(values)
+        if code in _REALS:  # one unpack for the values, one for their bits
+            fmt, bits_fmt, size = _REALS[code]
+            name = TYPE_NAMES[code]
+            values = struct.unpack_from(f">{length}{fmt}", self.buf, pos)
+            bits = struct.unpack_from(f">{length}{bits_fmt}", self.buf, pos)
+            for i, value in enumerate(values):
+                extend((f"{path}[{i}]", me, None, None, i, name, None, None,
+                        None, None, value, bits[i], None, None))  # fmt: skip
+            return pos + length * size, [_json_float(value) for value in values]
+        if code == FLAG:  # one byte each, any non-zero byte is true
+            view = [byte != 0 for byte in self.buf[pos : pos + length]]
+            for i, value in enumerate(view):
+                extend((f"{path}[{i}]", me, None, None, i, "Flag", None, None,
+                        None, value, None, None, None, None))  # fmt: skip
+            return pos + length, view
+        read = self._value
+        depth += 1
         view = []
         for i in range(length):
-            pos, value = self._value(code, pos, depth + 1, f"{path}[{i}]", me, None, None, i)
-            view.append(value)
+            pos, element = read(code, pos, depth, f"{path}[{i}]", me, None, None, i)
+            view.append(element)
         return pos, view

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
+from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+
 CHUNK_BYTES = 1 << 20
 
 
@@ -86,3 +88,25 @@ class StreamWindow:
             count += len(piece)
         self.offset += count
         return count
+
+
+def truncated_tail(window: StreamWindow, accounting: FileAccounting) -> None:
+    """The rest of the stream is an incomplete last frame (an active segment, a cut
+    upload): reported as a truncated tail, not quarantined."""
+    accounting.bytes_truncated_tail += window.available
+    accounting.stop_reason = "truncated_tail"
+    window.consume(window.available)
+
+
+def quarantine_rest(
+    window: StreamWindow, source: str, accounting: FileAccounting, kind: str, detail: str
+) -> Quarantined:
+    """Everything from the position to the end of the stream as one bad frame (drained, not
+    buffered): after a length that cannot be trusted, nothing further can be framed."""
+    start = window.offset
+    head = bytes(window.peek(HEAD_BYTES))
+    length = window.drain()
+    accounting.bytes_quarantined += length
+    accounting.frames_bad += 1
+    accounting.stop_reason = kind
+    return Quarantined(source, start, length, kind, detail, head)

@@ -40,7 +40,7 @@ from wirecodecs.cernan.schema import (
 )
 from wirecodecs.registry import TableRows
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, EVENT_TIME_TYPE
-from wirecodecs.stream import StreamWindow
+from wirecodecs.stream import StreamWindow, truncated_tail
 
 FORMAT = "cernan"
 PACKETS = "packets"  # the companion table's name (WireFormat.tables)
@@ -91,7 +91,7 @@ def decode(
                 break
             start = window.offset
             if have < _PREFIX:  # truncated_length_prefix: no packet row (no length)
-                _tail(window, accounting)
+                truncated_tail(window, accounting)
                 break
             (length,) = _LENGTH.unpack(window.peek(_PREFIX))
             total = _PREFIX + length
@@ -141,13 +141,6 @@ def _cut(length: int, available: int) -> str:
     return f"declared {length}, {available} available"
 
 
-def _tail(window: StreamWindow, accounting: FileAccounting) -> None:
-    """A frame (or length prefix) cut by the end of the file: reported, not quarantined."""
-    accounting.bytes_truncated_tail += window.available
-    accounting.stop_reason = "truncated_tail"
-    window.consume(window.available)
-
-
 def _framing_error(window, length, accounting, out, opts) -> Iterator:
     """A length the walk cannot take a whole frame by (above max_packet_bytes, or past
     the end of the file): resync past it, pass over it unbuffered, or end the walk at a
@@ -163,11 +156,11 @@ def _framing_error(window, length, accounting, out, opts) -> Iterator:
             return "resynced"
         out.framing(start, length, code, "resync found no packet after it")
         accounting.bytes_truncated_tail += skipped  # with the rest: the file's tail
-        _tail(window, accounting)
+        truncated_tail(window, accounting)
         return "end"
     if not too_large:
         out.framing(start, length, "truncated_packet", _cut(length, window.available - _PREFIX))
-        _tail(window, accounting)
+        truncated_tail(window, accounting)
         return "end"
     head = bytes(window.peek(HEAD_BYTES))
     total = _PREFIX + length

@@ -39,7 +39,7 @@ from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, WIDTH, Event, EventReader
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
-from wirecodecs.stream import StreamWindow
+from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("batch", "events", "stream_read")
 COMPRESSIONS = ("auto", "none", "lz4")
@@ -217,7 +217,13 @@ class _Walk:
                 damaged = True
         yield from self.rows.flush()
         if expected is not None and not damaged and good == expected and self.window.fill(1):
-            yield self._quarantine_rest("trailing_bytes", "bytes after the declared events")
+            yield quarantine_rest(
+                self.window,
+                self.source,
+                self.acc,
+                "trailing_bytes",
+                "bytes after the declared events",
+            )
         if expected is not None and good < expected:
             self.acc.records_bad += expected - good
             if not damaged and self.acc.stop_reason == "eof":  # ends before the declared
@@ -234,14 +240,26 @@ class _Walk:
             (shards,) = INT32.unpack_from(window.peek(4))
             if shards < 0 or shards * _STATE_ENTRY_BYTES > self.opts["max_event_bytes"]:
                 kind = "negative_count" if shards < 0 else "length_out_of_range"
-                yield self._quarantine_rest(kind, f"stream read state of {shards} shards")
+                yield quarantine_rest(
+                    self.window,
+                    self.source,
+                    self.acc,
+                    kind,
+                    f"stream read state of {shards} shards",
+                )
                 return None
             at = 4 + shards * _STATE_ENTRY_BYTES
         if window.fill(at + 4) < at + 4:
             return self._end_in_header()
         (count,) = INT32.unpack_from(window.peek(at + 4), at)
         if count < 0:
-            yield self._quarantine_rest("negative_count", f"negative event count {count}")
+            yield quarantine_rest(
+                self.window,
+                self.source,
+                self.acc,
+                "negative_count",
+                f"negative event count {count}",
+            )
             return None
         window.consume(at + 4)
         self.acc.bytes_decoded += at + 4
@@ -249,7 +267,7 @@ class _Walk:
 
     def _end_in_header(self) -> None:
         if self.window.available:
-            self._truncated_tail()
+            truncated_tail(self.window, self.acc)
         return None
 
     def _next_event(self):
@@ -277,7 +295,7 @@ class _Walk:
                 if err.kind == "truncated" and version == 1:
                     skip = self._resync()  # events after it: a damaged length, not a cut
                     if skip is None:
-                        self._truncated_tail()
+                        truncated_tail(self.window, self.acc)
                         return None
                     yield self._quarantine_region(skip, "misframed_event", (
                         f"{err.detail}, but an event chain starts at +{skip}: "
@@ -321,17 +339,18 @@ class _Walk:
         self.reader.end = start + available
         return start
 
-    def _truncated_tail(self) -> None:
-        self.acc.bytes_truncated_tail += self.window.available
-        self.acc.stop_reason = "truncated_tail"
-        self.window.consume(self.window.available)
-
     def _quarantine_damage(self, err: DecodeError) -> Quarantined:
         """The region from a bad event to the next trusted event start (or the end)."""
         skip = self._resync()
         detail = f"{err.detail} (at +{err.offset} in the event)"
         if skip is None:
-            return self._quarantine_rest(err.kind, f"{detail}; no event start found after it")
+            return quarantine_rest(
+                self.window,
+                self.source,
+                self.acc,
+                err.kind,
+                f"{detail}; no event start found after it",
+            )
         return self._quarantine_region(skip, err.kind, detail)
 
     def _quarantine_region(self, length: int, kind: str, detail: str) -> Quarantined:
@@ -376,15 +395,6 @@ class _Walk:
             probe.entries.clear()
             pos = data.find(b"\x01", pos + 1, max_event + 1)
         return None
-
-    def _quarantine_rest(self, kind: str, detail: str) -> Quarantined:
-        """Everything from the position to the end of the file, drained, not buffered."""
-        start = self.window.offset
-        head = bytes(self.window.peek(HEAD_BYTES))
-        length = self.window.drain()
-        self._count_bad(length)
-        self.acc.stop_reason = kind
-        return Quarantined(self.source, start, length, kind, detail, head)
 
     def _count_bad(self, length: int) -> None:
         self.acc.bytes_quarantined += length

@@ -30,7 +30,7 @@ from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.schema import INLONG_SCHEMA
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
-from wirecodecs.stream import StreamWindow
+from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("message", "length_prefixed")
 OPTIONS: dict[str, object] = {
@@ -163,7 +163,7 @@ def _walk_whole(
     if size == 0:
         return
     if size > limit:
-        yield _quarantine_rest(
+        yield quarantine_rest(
             window,
             source,
             accounting,
@@ -184,11 +184,11 @@ def _walk_prefixed(
         if available == 0:
             return
         if available < PREFIX.size:
-            _truncated_tail(window, accounting)
+            truncated_tail(window, accounting)
             return
         (length,) = PREFIX.unpack(window.peek(PREFIX.size))
         if length > limit:
-            yield _quarantine_rest(
+            yield quarantine_rest(
                 window,
                 source,
                 accounting,
@@ -199,7 +199,7 @@ def _walk_prefixed(
             return
         total = PREFIX.size + length
         if window.fill(total) < total:
-            _truncated_tail(window, accounting)
+            truncated_tail(window, accounting)
             return
         yield _frame(window, PREFIX.size, total, source, accounting, opts, rows)
 
@@ -238,24 +238,6 @@ def _frame(
     accounting.frames_good += 1
     accounting.records_good += rows.add(start, message)
     return None
-
-
-def _truncated_tail(window: StreamWindow, accounting: FileAccounting) -> None:
-    accounting.bytes_truncated_tail += window.available
-    accounting.stop_reason = "truncated_tail"
-    window.consume(window.available)
-
-
-def _quarantine_rest(
-    window: StreamWindow, source: str, accounting: FileAccounting, kind: str, detail: str
-) -> Quarantined:
-    start = window.offset
-    head = bytes(window.peek(HEAD_BYTES))
-    length = window.drain()
-    accounting.bytes_quarantined += length
-    accounting.frames_bad += 1
-    accounting.stop_reason = kind
-    return Quarantined(source, start, length, kind, detail, head)
 
 
 class _RowBuffer:

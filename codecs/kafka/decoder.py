@@ -40,7 +40,7 @@ from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.schema import HEADER_TYPE, KAFKA_SCHEMA
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, EVENT_TIME_TYPE
-from wirecodecs.stream import StreamWindow
+from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FORMAT = "kafka"
 
@@ -145,7 +145,7 @@ def decode(
                 break
             start = window.offset
             if available < _PREFIX.size:  # FileLogInputStream stops here, no exception
-                _truncated_tail(window, accounting)
+                truncated_tail(window, accounting)
                 break
             (size,) = INT32.unpack_from(window.peek(_PREFIX.size), _SIZE_AT)
             if size < MIN_ENTRY_SIZE or size > opts["max_frame_bytes"]:
@@ -153,8 +153,8 @@ def decode(
                 yield _quarantine_rest(window, source, accounting, size, opts)
                 break
             total = LOG_OVERHEAD + size
-            if window.fill(total) < total:
-                _truncated_tail(window, accounting)
+            if window.fill(total) < total:  # active segment, fetch cut at max_bytes
+                truncated_tail(window, accounting)
                 break
             entry = window.peek(total)
             window.consume(total)
@@ -198,13 +198,6 @@ def _options(given: Mapping[str, object]) -> dict[str, int]:
 # ---- walk outcomes that are not rows -----------------------------------------------------------
 
 
-def _truncated_tail(window: StreamWindow, accounting: FileAccounting) -> None:
-    """An entry cut by the end of the stream (active segment, fetch cut at max_bytes)."""
-    accounting.bytes_truncated_tail += window.available
-    accounting.stop_reason = "truncated_tail"
-    window.consume(window.available)
-
-
 def _quarantine_rest(
     window: StreamWindow, source: str, accounting: FileAccounting, size: int, opts: Mapping
 ) -> Quarantined:
@@ -215,13 +208,7 @@ def _quarantine_rest(
     else:
         kind = "length_out_of_range"
         detail = f"entry size {size} exceeds max_frame_bytes ({opts['max_frame_bytes']})"
-    start = window.offset
-    head = bytes(window.peek(HEAD_BYTES))
-    length = window.drain()
-    accounting.bytes_quarantined += length
-    accounting.frames_bad += 1
-    accounting.stop_reason = kind
-    return Quarantined(source, start, length, kind, f"{detail}; rest of file not walked", head)
+    return quarantine_rest(window, source, accounting, kind, f"{detail}; rest of file not walked")
 
 
 def _quarantine_entry(

@@ -3,7 +3,8 @@
 cernan itself checks only the container header; here the whole container is walked: the
 header map, then every block framed by hand (count, size, sync marker, decompression,
 snappy CRC) so that each kind of damage gets its own code, and the datums of each block
-are read with fastavro's C `schemaless_reader`, which must consume the block exactly.
+are read with fastavro's C `schemaless_reader`, which must consume the block exactly: one
+call per block (the block read as an Avro array), datum by datum only to name an error.
 """
 
 from __future__ import annotations
@@ -254,13 +255,13 @@ def read_blocks(
     """Walk every data block after the header into `container.datums`; any damage is a
     PacketError of stage avro_block carrying what was decoded before it."""
     pos = container.header_length
-    parsed = container.schema.parsed
     min_datum = container.schema.min_datum_bytes
     while pos < len(buf):
         at = pos
         count = 0
         try:
             count, pos = _long(buf, pos, "avro_block_truncated", f"block at {at}: count")
+            count_bytes = buf[at:pos]
             size, pos = _long(buf, pos, "avro_block_truncated", f"block at {at}: size")
             if count < 0 or size < 0:
                 raise PacketError(
@@ -279,7 +280,7 @@ def read_blocks(
                 raise PacketError("avro_block", "avro_sync_mismatch", f"block at {at}")
             pos += SYNC_SIZE
             raw = _block_data(container.codec, data, at, max_decompressed)
-            _read_datums(container, raw, count, at, parsed, reader_schema, min_datum)
+            _read_datums(container, raw, count, at, count_bytes, reader_schema, min_datum)
         except PacketError as err:
             err.records_before = sum(container.block_counts)
             err.lost = err.records_before + max(count, 0)
@@ -317,7 +318,30 @@ def _block_data(codec: str, data: memoryview, at: int, max_bytes: int):
     return raw
 
 
-def _read_datums(container, raw, count, at, parsed, reader_schema, min_datum) -> None:
+def _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schema) -> bool:
+    """The block's datums in one C call, read as an Avro array (the block's own count
+    bytes, the datums, an end-of-array 0) into `container.datums`. True when exactly
+    `count` datums filled the block to its end; otherwise (an error, a short or long read)
+    nothing is kept and the datum by datum walk says what is wrong. Only for datums that
+    take bytes: after a short read the array goes on with a count read from the block's
+    leftover bytes, which datums of 0 bytes would never exhaust."""
+    if not count:
+        return False
+    framed = b"".join((count_bytes, raw, b"\x00"))
+    stream = io.BytesIO(framed)
+    array = {"type": "array", "items": parsed}
+    reader_array = None if reader_schema is None else {"type": "array", "items": reader_schema}
+    try:
+        datums = schemaless_reader(stream, array, reader_array)
+    except Exception:  # any failure: `_read_datums` reads it again to name it
+        return False
+    if len(datums) != count or stream.tell() != len(framed):
+        return False
+    container.datums += datums
+    return True
+
+
+def _read_datums(container, raw, count, at, count_bytes, reader_schema, min_datum) -> None:
     """`count` datums that must fill the block exactly; a count that the block's bytes
     cannot hold is refused before any is read (datums that may take 0 bytes, e.g. of a
     "null" schema: at most _MAX_EMPTY_DATUMS)."""
@@ -328,6 +352,9 @@ def _read_datums(container, raw, count, at, parsed, reader_schema, min_datum) ->
             "avro_datum_decode_failed",
             f"block at {at}: {count} datums cannot fit in {len(raw)} bytes",
         )
+    parsed = container.schema.parsed
+    if min_datum and _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schema):
+        return
     stream = io.BytesIO(raw)
     try:
         container.datums += [schemaless_reader(stream, parsed, reader_schema) for _ in range(count)]

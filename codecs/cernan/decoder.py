@@ -34,7 +34,7 @@ from wirecodecs.cernan.avro import PacketError
 from wirecodecs.cernan.schema import (
     PACKETS_SCHEMA,
     arrow_type,
-    datum_json,
+    datums_json,
     load_datum_schema,
     records_schema,
 )
@@ -484,8 +484,7 @@ class _Buffer:
         """A packet's datums as JSON, or as one typed Arrow array (`datum_schema_file`)."""
         datums = packet.datums
         if self.datum_type is None:
-            floats = packet.container.schema.floats
-            return [datum_json(datum, floats) for datum in datums]
+            return datums_json(datums, packet.container.schema.floats)
         convert = self.convert
         return pa.array(datums if convert is None else list(map(convert, datums)), self.datum_type)
 

@@ -94,7 +94,8 @@ PACKETS_SCHEMA = pa.schema(
 
 # ---- Avro datum -> JSON (every value kept) ---------------------------------------------------
 
-_fast_json = msgspec.json.Encoder().encode  # C; writes NaN and infinities as null
+_encoder = msgspec.json.Encoder()
+_fast_json = _encoder.encode  # C; writes NaN and infinities as null
 
 
 def _json_default(value: object) -> object:
@@ -118,12 +119,56 @@ _exact_json = json.JSONEncoder(
 
 def datum_json(value: object, floats: bool = True) -> bytes:
     """A datum as UTF-8 JSON that keeps every value. msgspec does the work; where the
-    schema has float/double (`floats`) and msgspec wrote a null, which may stand for a
-    NaN or an infinity, the stdlib encoder writes it again."""
-    text = _fast_json(value)
+    schema has float/double (`floats`), msgspec wrote a null, which may stand for a NaN
+    or an infinity, and the datum holds a float, the stdlib encoder writes it again."""
+    return _exact_if_needed(value, _fast_json(value), floats)
+
+
+def datums_json(values: list, floats: bool = True) -> list[bytes]:
+    """`datum_json` of each value, msgspec writing them all in one call (its lines: JSON
+    escapes newlines); if that fails, value by value, so the error is the one
+    `datum_json` raises first."""
+    try:
+        text = _encoder.encode_lines(values)
+    except Exception:  # msgspec raises various types; `datum_json` names the first
+        return [datum_json(value, floats) for value in values]
+    lines = text.split(b"\n")
+    lines.pop()  # after the last newline
     if floats and b"null" in text:
+        return [
+            _exact_if_needed(value, line, floats) for value, line in zip(values, lines, strict=True)
+        ]
+    return lines
+
+
+def _exact_if_needed(value: object, text: bytes, floats: bool) -> bytes:
+    """msgspec's `text`, or the stdlib's when it may differ: the two write every value
+    alike but floats (msgspec: NaN as null, 1e16 not 1e+16), so a datum without one
+    (its nulls are Nones) keeps msgspec's text."""
+    if floats and b"null" in text and _holds_float(value):
         return _exact_json(value).encode("utf-8")
     return text
+
+
+_FLOAT_SCAN_DEPTH = 64  # deeper datums are assumed to hold a float (the stdlib writes them)
+
+
+def _holds_float(value: object, depth: int = _FLOAT_SCAN_DEPTH) -> bool:
+    """Whether a float is anywhere in a fastavro value (dicts, lists, scalars)."""
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is dict:
+        value = value.values()
+    elif kind is not list:
+        return False
+    if not depth:
+        return True
+    for item in value:
+        kind = type(item)
+        if kind is float or ((kind is dict or kind is list) and _holds_float(item, depth - 1)):
+            return True
+    return False
 
 
 def datum_json_text(value: object) -> str:

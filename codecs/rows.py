@@ -14,6 +14,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 EVENT_TIME_TYPE = pa.timestamp("us", tz="UTC")
+# A decoder's row buffer is flushed at `batch_rows` rows or once this much variable-length
+# data (values, bodies, payloads) is buffered: memory stays bounded whatever batch_rows is.
+FLUSH_BYTES = 8 << 20
 # event_time is null outside years 1..9999, where Python's datetime (and so Spark's and
 # pyarrow's conversions) cannot show it; the format's raw clock value keeps its own column.
 EVENT_TIME_MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
@@ -30,6 +33,12 @@ def lineage_fields(checksum_column: str | None) -> list[pa.Field]:
         fields.append(pa.field(checksum_column, pa.bool_()))
     fields.append(pa.field("event_time", EVENT_TIME_TYPE))
     return fields
+
+
+def in_batches(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """`batch` as zero-copy slices of at most `batch_rows` rows (a flush may hold more)."""
+    for at in range(0, batch.num_rows, batch_rows):
+        yield batch.slice(at, batch_rows)
 
 
 def json_ready(value: object) -> object:

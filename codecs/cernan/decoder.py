@@ -39,7 +39,13 @@ from wirecodecs.cernan.schema import (
     records_schema,
 )
 from wirecodecs.registry import TableRows
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, EVENT_TIME_TYPE
+from wirecodecs.rows import (
+    EVENT_TIME_MAX_MS,
+    EVENT_TIME_MIN_MS,
+    EVENT_TIME_TYPE,
+    FLUSH_BYTES,
+    in_batches,
+)
 from wirecodecs.stream import StreamWindow, truncated_tail
 
 FORMAT = "cernan"
@@ -58,7 +64,6 @@ OPTIONS: dict[str, object] = {
 }
 CERNAN_MAX_PAYLOAD = 1 << 20  # cernan >= 0.9.0 closes the connection above this
 _UNITS_US = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}
-_FLUSH_BYTES = 8 << 20  # also flush once this much packet payload is buffered
 
 _LENGTH = struct.Struct(">I")  # payload bytes after the prefix
 _HEADER = struct.Struct(
@@ -430,7 +435,7 @@ class _Buffer:
 
     @property
     def full(self) -> bool:
-        return self.rows >= self.batch_rows or self.payload_bytes >= _FLUSH_BYTES
+        return self.rows >= self.batch_rows or self.payload_bytes >= FLUSH_BYTES
 
     def framing(
         self, start: int, length: int, code: str, detail: str, *, complete: bool = False
@@ -576,16 +581,14 @@ class _Buffer:
                 else:
                     arrays.append(pa.array(values, item.type))
             batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-            for at in range(0, batch.num_rows, self.batch_rows):
-                yield batch.slice(at, self.batch_rows)
+            yield from in_batches(batch, self.batch_rows)
         if self.packets:
             rows = self.packets
             for row in rows:
                 if row["event_time"] is not None:
                     row["event_time"] = _EPOCH + dt.timedelta(microseconds=row["event_time"])
             batch = pa.RecordBatch.from_pylist(rows, schema=PACKETS_SCHEMA)
-            for at in range(0, batch.num_rows, self.batch_rows):
-                yield TableRows(PACKETS, batch.slice(at, self.batch_rows))
+            yield from (TableRows(PACKETS, part) for part in in_batches(batch, self.batch_rows))
         self._reset()
 
 

@@ -43,7 +43,7 @@ from wirecodecs.heka.message import (
     parse_message,
 )
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow
 
 FORMAT = "heka"
@@ -56,7 +56,6 @@ OPTIONS: dict[str, object] = {
     "hmac_keys_file": "",
     "batch_rows": 8192,  # rows per yielded Arrow record batch (at most)
 }
-_FLUSH_BYTES = 8 << 20  # also yield once this much body data is buffered
 
 RS, US = 0x1E, 0x1F
 _RS = b"\x1e"
@@ -456,7 +455,7 @@ class _Rows:
 
     @property
     def full(self) -> bool:
-        return len(self.rows) >= self.batch_rows or self.data_bytes >= _FLUSH_BYTES
+        return len(self.rows) >= self.batch_rows or self.data_bytes >= FLUSH_BYTES
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         if not self.rows:

@@ -29,7 +29,7 @@ from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.schema import INLONG_SCHEMA
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES, in_batches
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("message", "length_prefixed")
@@ -40,7 +40,6 @@ OPTIONS: dict[str, object] = {
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
-_FLUSH_BYTES = 8 << 20  # also yield once this much item data is buffered
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 MESSAGE_COLUMNS = ("version", "create_time_ms", "msg_count", "msg_type", "group_id_num",
@@ -271,7 +270,7 @@ class _RowBuffer:
 
     @property
     def full(self) -> bool:
-        return self.rows >= self.batch_rows or self.data_bytes >= _FLUSH_BYTES
+        return self.rows >= self.batch_rows or self.data_bytes >= FLUSH_BYTES
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         """The buffered rows as record batches of at most `batch_rows` rows."""
@@ -282,5 +281,4 @@ class _RowBuffer:
         arrays = [pa.repeat(pa.scalar(self.source, pa.string()), rows)]
         arrays += [pa.array(columns[field.name], field.type) for field in list(INLONG_SCHEMA)[1:]]
         batch = pa.RecordBatch.from_arrays(arrays, schema=INLONG_SCHEMA)
-        for at in range(0, batch.num_rows, self.batch_rows):
-            yield batch.slice(at, self.batch_rows)
+        yield from in_batches(batch, self.batch_rows)

@@ -39,7 +39,13 @@ from wirecodecs.checksums import crc32_matches, crc32c_matches
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.schema import HEADER_TYPE, KAFKA_SCHEMA
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, EVENT_TIME_TYPE
+from wirecodecs.rows import (
+    EVENT_TIME_MAX_MS,
+    EVENT_TIME_MIN_MS,
+    EVENT_TIME_TYPE,
+    FLUSH_BYTES,
+    in_batches,
+)
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FORMAT = "kafka"
@@ -49,7 +55,6 @@ OPTIONS: dict[str, int] = {
     "max_decompressed_bytes": 256 << 20,  # per batch / wrapper: a bigger output is a bomb
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
-_FLUSH_BYTES = 8 << 20  # also yield once this much key/value data is buffered
 
 # ---- the shared prefix (§1) --------------------------------------------------------------
 
@@ -696,7 +701,7 @@ class _RowBuffer:
 
     @property
     def full(self) -> bool:
-        return self.rows >= self.batch_rows or self.data_bytes >= _FLUSH_BYTES
+        return self.rows >= self.batch_rows or self.data_bytes >= FLUSH_BYTES
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         """The buffered rows as record batches of at most `batch_rows` rows."""
@@ -704,8 +709,7 @@ class _RowBuffer:
             return
         batch = self._build()
         self._reset()
-        for at in range(0, batch.num_rows, self.batch_rows):
-            yield batch.slice(at, self.batch_rows)
+        yield from in_batches(batch, self.batch_rows)
 
     def _build(self) -> pa.RecordBatch:
         runs = self.runs

@@ -2,6 +2,11 @@
 
 One local SparkSession for the whole test session (starting one costs seconds and a JVM):
 two cores, UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
+
+Property tests run under one hypothesis profile: derandomized (the examples follow from
+each test's own code, so a commit always gets the same verdict), no example database, no
+deadline (a loaded 2-core machine must not turn slowness into failure). Each test keeps its
+own `max_examples` budget. Open-ended random search is `./wirelake fuzz`, not the suite.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("suite", derandomize=True, database=None, deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")

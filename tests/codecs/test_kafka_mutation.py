@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import struct
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -38,7 +37,7 @@ SEEDS = {
 }
 SEED_NAMES = sorted(SEEDS)
 BATCH_ROWS = 50
-FAST = settings(max_examples=300, deadline=timedelta(seconds=3))
+FAST = settings(max_examples=300)
 
 
 def entry_starts(data: bytes) -> list[int]:
@@ -139,7 +138,7 @@ def test_zero_tails(decode, name, pick, zeros):
         assert (acc.stop_reason, acc.bytes_truncated_tail) == ("truncated_tail", zeros)
 
 
-@settings(max_examples=100, deadline=timedelta(seconds=10))
+@settings(max_examples=100)
 @given(
     seeds,
     st.lists(st.integers(1, 700), min_size=1, max_size=8),

@@ -278,7 +278,7 @@ def test_encoder_reproduces_golden_control_batches():
 
 # --- round trips through our decoder -------------------------------------------------------
 
-RT_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RT_SETTINGS = settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(("magic", "codec"), COMBOS)
@@ -370,7 +370,7 @@ def v2_batches(draw) -> list[enc.RecordBatch]:
     return entries
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(entries=v2_batches())
 def test_round_trip_v2_batch_attributes(decode, entries):
     assert_round_trip(decode, entries)

@@ -81,7 +81,7 @@ def test_garbage_between_packets(frame, garbage):
         assert result.accounting.bytes_truncated_tail == len(garbage)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     st.lists(
         st.tuples(

@@ -76,7 +76,7 @@ def build(spec: dict) -> bytes:
     return enc.frame(enc.Packet(avro, kv=kv, **fields))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(packet_st, max_size=5))
 def test_any_dump_round_trips(packets):
     data = b"".join(build(spec) for spec in packets)

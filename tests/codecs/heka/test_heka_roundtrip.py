@@ -32,7 +32,7 @@ SIGNERS = [
     enc.Signer("empty", 0, b"", "SHA1"),
 ]
 ROUNDTRIP = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 utf8 = st.text(max_size=20)

@@ -119,7 +119,7 @@ def test_trailing_bytes_after_the_declared_events(batch):
     assert (item.byte_offset, item.length, item.kind) == (len(data), 3, "trailing_bytes")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.binary(max_size=600),
     st.sampled_from(["batch", "events", "stream_read"]),
@@ -130,7 +130,7 @@ def test_arbitrary_bytes_never_raise_and_always_balance(data, framing, source):
     assert got.accounting.stop_reason
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.binary(max_size=300))
 def test_decode_value_raises_only_decode_errors(data):
     try:

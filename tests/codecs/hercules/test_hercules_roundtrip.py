@@ -75,7 +75,7 @@ def check_row(row: dict, event: Event, data: bytes) -> None:
     assert json.loads(row["tags_json"]) == expected_plain(event.tags)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(EVENTS)
 def test_any_event_round_trips(event):
     data = encode_event(event)
@@ -83,7 +83,7 @@ def test_any_event_round_trips(event):
     check_row(row, event, data)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(EVENTS, max_size=6), st.integers(1, 64), st.booleans())
 def test_any_batch_round_trips_through_short_reads(events, step, compress):
     encoded = [encode_event(event) for event in events]

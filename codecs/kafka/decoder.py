@@ -103,6 +103,8 @@ _LEGACY_V1 = struct.Struct(">qiIbb" + "q" + "i")  # as v0, with timestamp int64 
 _LEGACY_CRC_FROM = struct.calcsize(">qiI")  # the CRC covers magic onwards
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")  # attribute codec id -> column value
+CODEC_MASK = 0x07  # attribute bits 0-2, v0/v1 and v2
+_LEGACY_BAD_ATTRIBUTES = 0xF4  # v0/v1: bits 4-7 are 0 and codec 4 (zstd) is illegal (§2.1)
 _DECOMPRESS_AS = {1: "gzip", 2: "snappy_xerial", 3: "lz4", 4: "zstd"}
 _TIMESTAMP_TYPES = ("create_time", "log_append_time")
 CONTROL_TYPES = (  # control record key type id -> control_type (§4.5); others: "unknown"
@@ -143,6 +145,7 @@ def decode(
     opts = _options(options)
     window = StreamWindow(stream)
     rows = _RowBuffer(source, *topic_partition(source), opts["batch_rows"])
+    last_offset = None  # of the last good entry: a plausible tail starts after it
     try:
         while True:
             available = window.fill(_PREFIX.size)
@@ -150,7 +153,7 @@ def decode(
                 break
             start = window.offset
             if available < _PREFIX.size:  # FileLogInputStream stops here, no exception
-                truncated_tail(window, accounting)
+                yield from _tail(window, source, accounting, last_offset, rows)
                 break
             (size,) = INT32.unpack_from(window.peek(_PREFIX.size), _SIZE_AT)
             if size < MIN_ENTRY_SIZE or size > opts["max_frame_bytes"]:
@@ -159,7 +162,7 @@ def decode(
                 break
             total = LOG_OVERHEAD + size
             if window.fill(total) < total:  # active segment, fetch cut at max_bytes
-                truncated_tail(window, accounting)
+                yield from _tail(window, source, accounting, last_offset, rows)
                 break
             entry = window.peek(total)
             window.consume(total)
@@ -169,6 +172,7 @@ def decode(
                 yield from rows.flush()
                 yield _quarantine_entry(entry, start, source, accounting, err)
                 continue
+            last_offset = _last_offset(entry)
             accounting.bytes_decoded += total
             accounting.frames_good += 1
             accounting.records_good += run.rows
@@ -216,6 +220,66 @@ def _quarantine_rest(
     return quarantine_rest(window, source, accounting, kind, f"{detail}; rest of file not walked")
 
 
+def _tail(
+    window: StreamWindow,
+    source: str,
+    accounting: FileAccounting,
+    last_offset: int | None,
+    rows: _RowBuffer,
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """An entry cut by the end of the file: a truncated tail if what is left of its header
+    could start the next entry, else corruption (random bytes over a segment often read as
+    a length that runs past the end; calling them a tail would hide them)."""
+    problem = _implausible_header(window.peek(_V2_HEADER.size), last_offset)
+    if problem is None:
+        truncated_tail(window, accounting)
+        return
+    yield from rows.flush()
+    detail = (
+        f"{window.available} bytes at the end of the file do not start a plausible entry "
+        f"({problem}); rest of file not walked"
+    )
+    yield quarantine_rest(window, source, accounting, "implausible_tail", detail)
+
+
+def _implausible_header(head: memoryview, last_offset: int | None) -> str | None:
+    """Why the start of an incomplete entry cannot be one (None: it may be), checking each
+    field that is there: offsets after the last good entry's, a known magic, the codec and
+    unused attribute bits, and (v2) record counts that fit the batch."""
+    if len(head) >= _SIZE_AT:
+        (offset,) = struct.unpack_from(">q", head)
+        if last_offset is not None and offset <= last_offset:
+            return f"offset {offset} does not follow the previous entry's last offset {last_offset}"
+    if len(head) <= _MAGIC_AT:
+        return None
+    magic = _magic(head)
+    if magic not in (0, 1, 2):
+        return f"magic byte {magic} is not 0, 1 or 2"
+    if magic in (0, 1):
+        if len(head) > _MAGIC_AT + 1 and head[_MAGIC_AT + 1] & _LEGACY_BAD_ATTRIBUTES:
+            return f"message attributes 0x{head[_MAGIC_AT + 1]:02x} use an undefined codec or bit"
+        return None
+    if len(head) < _V2_HEADER.size:
+        return None
+    _, size, _, _, _, attributes, last_delta, *_, records = _V2_HEADER.unpack_from(head)
+    if attributes & CODEC_MASK >= len(CODECS):
+        return f"batch attributes 0x{attributes:04x} name codec {attributes & CODEC_MASK}"
+    if last_delta < 0 or not 0 <= records <= last_delta + 1:
+        return f"{records} records with last offset delta {last_delta}"
+    if records * _MIN_V2_RECORD > LOG_OVERHEAD + size - _V2_HEADER.size:
+        return f"{records} records cannot fit in a {size}-byte batch"
+    return None
+
+
+def _last_offset(entry: memoryview) -> int:
+    """The offset of the last record of a log entry (a v0/v1 wrapper's own offset is its
+    last inner message's; a v2 batch's is baseOffset + lastOffsetDelta)."""
+    base = _PREFIX.unpack_from(entry)[0]
+    if _magic(entry) == 2 and len(entry) >= _V2_HEADER.size:
+        return base + _V2_HEADER.unpack_from(entry)[6]
+    return base
+
+
 def _quarantine_entry(
     entry: memoryview, start: int, source: str, accounting: FileAccounting, err: DecodeError
 ) -> Quarantined:
@@ -243,7 +307,7 @@ def _declared_records(entry: memoryview) -> int:
     if magic == 2 and len(entry) >= _V2_HEADER.size:
         return max(_V2_HEADER.unpack_from(entry)[-1], 0)
     if magic in (0, 1):
-        return 1 if entry[_MAGIC_AT + 1] & 0x07 == 0 else 0
+        return 1 if entry[_MAGIC_AT + 1] & CODEC_MASK == 0 else 0
     return 0
 
 
@@ -388,7 +452,7 @@ def _read_v2(entry: memoryview, start: int, opts: Mapping, compiled) -> _Run:
         base_sequence,
         count,
     ) = _V2_HEADER.unpack_from(entry)
-    codec = attributes & 0x07
+    codec = attributes & CODEC_MASK
     if codec >= len(CODECS):
         raise DecodeError(FORMAT, "unknown_codec", f"compression codec id {codec}")
     if count < 0:
@@ -597,7 +661,7 @@ def _read_legacy(entry: memoryview, start: int, opts: Mapping) -> _Run:
     """A v0/v1 message, or a compressed wrapper whose value is an inner message set (§2)."""
     outer = _legacy_message(Cursor(FORMAT, entry, base=start))
     magic = outer.magic
-    codec = outer.attributes & 0x07
+    codec = outer.attributes & CODEC_MASK
     if codec >= 4:
         raise DecodeError(FORMAT, "unknown_codec", f"codec id {codec} is invalid for v{magic}")
     log_append = magic == 1 and bool(outer.attributes & 0x08)
@@ -635,7 +699,7 @@ def _read_legacy(entry: memoryview, start: int, opts: Mapping) -> _Run:
             raise DecodeError(
                 FORMAT, "invalid_record", f"inner magic {message.magic} in a v{magic} wrapper"
             )
-        if message.attributes & 0x07:
+        if message.attributes & CODEC_MASK:
             raise DecodeError(FORMAT, "invalid_record", "inner messages must not be compressed")
         messages.append(message)
     if not messages:

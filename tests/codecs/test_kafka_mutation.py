@@ -60,6 +60,7 @@ def checked(decode, data: bytes, stream=None):
     assert acc.stop_reason in (
         "eof",
         "truncated_tail",
+        "implausible_tail",
         "record_size_too_small",
         "length_out_of_range",
     )
@@ -134,6 +135,8 @@ def test_zero_tails(decode, name, pick, zeros):
     assert acc.bytes_decoded == cut
     if zeros >= 17:
         assert (acc.stop_reason, acc.bytes_quarantined) == ("record_size_too_small", zeros)
+    elif zeros >= 8 and cut:  # offset 0 cannot follow the entries before it
+        assert (acc.stop_reason, acc.bytes_quarantined) == ("implausible_tail", zeros)
     else:
         assert (acc.stop_reason, acc.bytes_truncated_tail) == ("truncated_tail", zeros)
 
@@ -164,8 +167,9 @@ def test_one_byte_reads(decode):
 
 
 def v2_entry(base_offset: int, size: int) -> bytes:
-    """A 17-byte entry prefix claiming `size` bytes, then filler."""
-    return struct.pack(">qiib", base_offset, size, -1, 2) + b"\x00" * 40
+    """A v2 batch header claiming `size` bytes (the rest of its fields zero: a plausible
+    empty batch)."""
+    return struct.pack(">qiib", base_offset, size, -1, 2) + b"\x00" * 44
 
 
 @pytest.mark.parametrize("size", [100 << 20, 0x7FFF0000])
@@ -191,3 +195,42 @@ def test_decompression_bomb_in_a_batch_is_quarantined(decode):
     got = decode(data, max_decompressed_bytes=256)
     assert {q.kind for q in got.quarantined} == {"decompressed_too_large"}
     assert got.accounting.bytes_quarantined + got.accounting.bytes_decoded == len(data)
+
+
+# ---- a cut entry is a tail only if it could start the next entry -----------------------------
+
+TAIL_DAMAGE = {  # field position in a v2 batch -> bytes written there, words in the detail
+    "offset back to 0": (0, struct.pack(">q", 0), "does not follow the previous entry"),
+    "unknown magic": (16, b"\x07", "magic byte 7"),
+    "undefined codec": (21, struct.pack(">h", 6), "codec 6"),
+    "more records than offsets": (57, struct.pack(">i", 1000), "1000 records"),
+}
+
+
+@pytest.mark.parametrize("damage", [None, *TAIL_DAMAGE])
+def test_a_cut_entry_that_breaks_kafka_rules_is_corruption_not_a_tail(decode, damage):
+    data = SEEDS["v2_none.log"]
+    starts = entry_starts(data)
+    at, end = starts[len(starts) // 2], starts[len(starts) // 2 + 1]
+    cut = bytearray(data[: (at + end) // 2])  # the middle entry loses its second half
+    if damage is not None:
+        field, value, _ = TAIL_DAMAGE[damage]
+        cut[at + field : at + field + len(value)] = value
+    got = checked(decode, bytes(cut))
+    acc = got.accounting
+    assert acc.bytes_decoded == at
+    if damage is None:
+        assert (acc.stop_reason, acc.bytes_truncated_tail, got.quarantined) == (
+            "truncated_tail",
+            len(cut) - at,
+            [],
+        )
+    else:
+        (q,) = got.quarantined
+        assert (acc.stop_reason, q.kind, q.byte_offset, q.length) == (
+            "implausible_tail",
+            "implausible_tail",
+            at,
+            len(cut) - at,
+        )
+        assert TAIL_DAMAGE[damage][2] in q.detail

@@ -118,10 +118,13 @@ def expected_rows(case: str, side: dict, source: str) -> list[dict]:
     return rows
 
 
-def tail_outcome(data: bytes, valid_bytes: int) -> tuple[str, int, int]:
+def tail_outcome(data: bytes, side: dict) -> tuple[str, int, int]:
     """How the walk must end after the sidecar's whole batches: (stop_reason, truncated
     tail bytes, quarantined bytes). A size field below 14 or above max_frame_bytes cannot
-    be walked past (quarantine); anything else left over is an incomplete entry."""
+    be walked past (quarantine); an incomplete entry is a truncated tail when what is left
+    of it could start the next entry (its offset after the sidecar's last batch's, §1), else
+    corruption."""
+    valid_bytes = side["valid_bytes"]
     tail = len(data) - valid_bytes
     if tail == 0:
         return "eof", 0, 0
@@ -131,6 +134,10 @@ def tail_outcome(data: bytes, valid_bytes: int) -> tuple[str, int, int]:
             return "record_size_too_small", 0, tail
         if size > MAX_FRAME_BYTES:
             return "length_out_of_range", 0, tail
+    if tail >= 8 and side["batches"]:
+        (offset,) = struct.unpack_from(">q", data, valid_bytes)
+        if offset <= side["batches"][-1]["last_offset"]:
+            return "implausible_tail", 0, tail
     return "truncated_tail", tail, 0
 
 
@@ -172,7 +179,7 @@ def test_bad_entries_and_regions_are_quarantined(decode, case):
     data = (KAFKA_DATA / case).read_bytes()
     got = decode_case(decode, case)
     expected = [(b["position"], b["size"]) for b in side["batches"] if b["records_error"]]
-    stop_reason, _, rest = tail_outcome(data, side["valid_bytes"])
+    stop_reason, _, rest = tail_outcome(data, side)
     if rest:
         expected.append((side["valid_bytes"], rest))
     assert [(q.byte_offset, q.length) for q in got.quarantined] == expected
@@ -190,7 +197,7 @@ def test_accounting_matches_sidecar(decode, case):
     acc = decode_case(decode, case).accounting
     bad = [b for b in side["batches"] if b["records_error"]]
     good = [b for b in side["batches"] if not b["records_error"]]
-    stop_reason, tail, rest = tail_outcome(data, side["valid_bytes"])
+    stop_reason, tail, rest = tail_outcome(data, side)
     assert side["valid_bytes"] + side["trailing_bytes"] == len(data)
     assert acc.balanced
     assert acc.bytes_total == len(data)

@@ -7,7 +7,6 @@ dicts, so the attribute map each row must carry is known without the decoder's h
 
 from __future__ import annotations
 
-
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -20,6 +20,7 @@ JOBS_DIR = PROJECT_ROOT / "jobs"
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "sources.yaml"
 
 ERROR_POLICIES = ("fail", "quarantine", "skip")
+GATES = ("max_error_rate", "max_bad_byte_rate")  # decode: shares above which a run fails
 SOURCE_KEYS = {"description", "tags", "envelope", "payload", "decode", "validate", "defaults"}
 
 
@@ -53,9 +54,10 @@ def _check_source(path: Path, name: str, source: Any) -> None:
     policy = source["decode"].get("error_policy", "quarantine")
     if policy not in ERROR_POLICIES:
         raise ConfigError(f"{where}.decode.error_policy is {policy!r}; use one of {ERROR_POLICIES}")
-    rate = source["decode"].get("max_error_rate", 0.0)
-    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
-        raise ConfigError(f"{where}.decode.max_error_rate must be a number in [0, 1], not {rate!r}")
+    for gate in GATES:
+        rate = source["decode"].get(gate, 0.0)
+        if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 <= rate <= 1:
+            raise ConfigError(f"{where}.decode.{gate} must be a number in [0, 1], not {rate!r}")
     entries = validations(source)
     if not entries or not all(isinstance(entry, dict) and "suite" in entry for entry in entries):
         raise ConfigError(f"{where}.validate: needs a mapping with a 'suite' (or a list of them)")
@@ -170,8 +172,10 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--date", "{{ ds }}",
             "--landing", paths["landing"],
             "--warehouse", paths["warehouse"],
+            "--reports", paths["reports"],
             "--error-policy", decode.get("error_policy", "quarantine"),
             "--max-error-rate", str(decode.get("max_error_rate", 0.0)),
+            "--max-bad-byte-rate", str(decode.get("max_bad_byte_rate", 0.0)),
             *_pairs("--option", decode.get("options", {}), data_root),
         ]  # fmt: skip
         decoded = wait >> _spark_task("decode", "decode.py", decode_args, name, settings)

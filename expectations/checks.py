@@ -4,7 +4,8 @@ A suite is code: a `SuiteSpec` names its parameters (with defaults) and builds G
 Expectations expectations for one run (`RunFacts`: the day and the decode manifest). Each
 expectation's `meta` says whether its failure is critical (fails the run) and why it
 exists. Shared here: checksum verdicts within an error budget, event times inside the
-run's window, required columns, ids unique, and the row count reconciled with the manifest.
+run's window, required columns, ids unique, and the row count reconciled with the manifest;
+every suite also checks the day's bad-byte rate against the gate it was decoded under.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class SuiteSpec:
         params = self.resolve(given)
         return gx.ExpectationSuite(
             name=self.name,
-            expectations=self.expectations(facts, params),
+            expectations=[*self.expectations(facts, params), bad_bytes_within_gate(facts)],
             meta={"description": self.description, "dt": facts.date.isoformat(), **params},
         )
 
@@ -145,4 +146,21 @@ def row_count_matches_manifest(facts: RunFacts) -> Expectation:
     return gxe.ExpectTableRowCountToEqual(
         value=facts.manifest["totals"]["records_good"],
         meta=meta(True, "rows lost or added between decoding and the table"),
+    )
+
+
+def bad_bytes_within_gate(facts: RunFacts) -> Expectation:
+    """The day's bytes not decoded (quarantined, skipped, truncated tails) stay within the
+    decode run's `max_bad_byte_rate`: one row, with the figures, when they do not."""
+    totals = facts.manifest["totals"]
+    bad, total = totals["bytes_total"] - totals["bytes_decoded"], totals["bytes_total"]
+    limit = float(facts.manifest["max_bad_byte_rate"])
+    query = (
+        f"SELECT {bad} AS bad_bytes, {total} AS total_bytes, {limit!r} AS max_bad_byte_rate "
+        f"FROM (SELECT count(1) FROM {{batch}}) WHERE {bad} > {limit!r} * {total}"
+    )
+    return gxe.UnexpectedRowsExpectation(
+        unexpected_rows_query=query,
+        description=f"bytes not decoded are at most {limit:.2%} of the day's bytes",
+        meta=meta(True, "undecoded bytes are data lost: one bad length can hide a whole file"),
     )

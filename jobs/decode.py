@@ -2,7 +2,8 @@
 
     spark-submit jobs/decode.py --source kafka --envelope kafka --payload raw \\
         --date 2024-03-01 --landing data/landing/kafka/dt=2024-03-01 --warehouse data/warehouse \\
-        [--error-policy fail|quarantine|skip] [--max-error-rate 0.01] [--option KEY=VALUE ...]
+        --reports data/reports [--error-policy fail|quarantine|skip] [--max-error-rate 0.01] \\
+        [--max-bad-byte-rate 0.01] [--option KEY=VALUE ...]
 
 Extract: the driver lists the landing folder with pyarrow.fs and groups whole files into
 partitions balanced by size; executors stream every file through its wirecodecs decoder in
@@ -11,6 +12,13 @@ split into rows, quarantined frames and per-file accounting, which must balance.
 to <warehouse>/<source>/dt=D, quarantine to <warehouse>/_quarantine/<source>/dt=D (dynamic
 partition overwrite: only day D is replaced), then the run manifest
 <warehouse>/_manifests/<source>/dt=D/manifest.json. A failed run writes nothing.
+
+Two gates decide whether a day is good enough to replace the previous one: bad frames /
+all frames (`--max-error-rate`) and bytes not decoded / all bytes (`--max-bad-byte-rate`:
+quarantined, skipped and truncated tails), so one corrupt length that hides half a file
+fails the run however few frames it spans. When the run starts, the day's validation
+results are removed (nothing vouches for a day being replaced), and so are Spark staging
+folders an earlier, killed run of the day left in the tables it writes.
 """
 
 from __future__ import annotations
@@ -71,6 +79,7 @@ TARGET_PARTITION_BYTES = 128 << 20
 COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
 COUNTS += ["rows", "quarantine_items"]
 SHOWN_BAD_FRAMES = 5  # how many bad frames a failure message quotes
+SPARK_STAGING = ".spark-staging-"  # Spark's folder for a dynamic overwrite in progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,9 +123,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--date", required=True, type=iso_date, help="logical date D")
     parser.add_argument("--landing", required=True, help="the day's landing folder (path/URI)")
     parser.add_argument("--warehouse", required=True, help="lake root (path/URI)")
+    parser.add_argument(
+        "--reports", required=True, help="reports root: the day's validation results are removed"
+    )
     parser.add_argument("--error-policy", choices=POLICIES, default="quarantine")
     parser.add_argument(
         "--max-error-rate", type=fraction, default=0.01, help="bad frames / all frames allowed"
+    )
+    parser.add_argument(
+        "--max-bad-byte-rate",
+        type=fraction,
+        default=0.01,
+        help="bytes not decoded (quarantined, skipped, truncated tails) / all bytes allowed",
     )
     parser.add_argument(
         "--option",
@@ -146,6 +164,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.format = fmt.name
     args.landing = storage.absolute(args.landing)
     args.warehouse = storage.absolute(args.warehouse)
+    args.reports = storage.absolute(args.reports)
     try:
         landing_found = storage.is_dir(args.landing)
     except (OSError, ValueError) as exc:  # unknown scheme, unreachable store
@@ -288,6 +307,8 @@ def summarise(accounts: list[dict], tables: Iterable[str] = ()) -> dict:
         _rate(totals["frames_bad"], totals["frames_good"]),
         _rate(totals["payloads_bad"], totals["payloads_good"]),
     )
+    totals["bad_bytes"] = totals["bytes_total"] - totals["bytes_decoded"]
+    totals["bad_byte_rate"] = _rate(totals["bad_bytes"], totals["bytes_decoded"])
     return totals
 
 
@@ -307,12 +328,21 @@ def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) ->
             f"{totals['frames_good'] + totals['frames_bad']} frames{carried}) is above "
             f"--max-error-rate {args.max_error_rate:.4%}"
         )
+    elif totals["bad_byte_rate"] > args.max_bad_byte_rate:
+        reason = (
+            f"bad-byte rate {totals['bad_byte_rate']:.4%} ({totals['bad_bytes']} of "
+            f"{totals['bytes_total']} bytes not decoded: {totals['bytes_quarantined']} "
+            f"quarantined, {totals['bytes_skipped']} skipped, {totals['bytes_truncated_tail']} "
+            f"in truncated tails) is above --max-bad-byte-rate {args.max_bad_byte_rate:.4%}"
+        )
     else:
         return
     files = [
-        f"{e['source']}: {e['frames_bad']} bad frame(s), {e['payloads_bad']} bad payload(s)"
+        f"{e['source']}: {e['frames_bad']} bad frame(s), {e['payloads_bad']} bad payload(s), "
+        f"{e['bytes_total'] - e['bytes_decoded']} of {e['bytes_total']} bytes not decoded "
+        f"(stop: {e['stop_reason']})"
         for e in accounts
-        if e["frames_bad"] or e["payloads_bad"]
+        if e["frames_bad"] or e["payloads_bad"] or e["bytes_total"] > e["bytes_decoded"]
     ]
     first = (
         tagged.where(F.col(KIND) == QUARANTINE)
@@ -331,10 +361,36 @@ def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) ->
 # --- save ---------------------------------------------------------------------------
 
 
+def withdraw_validation(reports: str, source: str, tables: Iterable[str], date: dt.date) -> None:
+    """Remove the day's validation results of every table the run writes: while a day is
+    being replaced, and after a run that failed, nothing may vouch for it."""
+    for table in [None, *tables]:
+        storage.remove_dir(layout.report_dir(reports, layout.table_name(source, table), date))
+
+
+def remove_stale_staging(table: str, date: dt.date) -> None:
+    """Spark's dynamic partition overwrite stages a job's files in
+    <table>/.spark-staging-<job>/ and moves them into place when the job commits; a killed
+    job leaves that folder behind for good. Those holding day `date` are stale (a source's
+    day has one run at a time); other days' may belong to runs in progress."""
+    filesystem, root = storage.resolve(table)
+    if filesystem.get_file_info(root).type != pafs.FileType.Directory:
+        return
+    partition = f"/{layout.partition(date)}"
+    for entry in filesystem.get_file_info(pafs.FileSelector(root)):
+        if not PurePosixPath(entry.path).name.startswith(SPARK_STAGING):
+            continue
+        inside = filesystem.get_file_info(pafs.FileSelector(entry.path, recursive=True))
+        if any(partition in info.path[len(entry.path) :] for info in inside):
+            filesystem.delete_dir(entry.path)
+            log.warning("removed %s, left by a decode of %s that did not finish", entry.path, date)
+
+
 def save_partition(frame: DataFrame, table: str, date: dt.date, empty: bool) -> None:
     """Replace partition `date` of the table at `table` with `frame` (which has a dt column)."""
     # int64 microseconds, not Spark's legacy INT96, so every Parquet reader sees UTC times
     frame.sparkSession.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    remove_stale_staging(table, date)
     partition = layout.join(table, layout.partition(date))
     if empty:  # a dynamic overwrite with no rows would keep the old partition
         storage.remove_dir(partition)
@@ -359,6 +415,7 @@ def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, r
         "landing": args.landing,
         "error_policy": args.error_policy,
         "max_error_rate": args.max_error_rate,
+        "max_bad_byte_rate": args.max_bad_byte_rate,
         "options": args.options,
         "outputs": {
             "rows": layout.partition_dir(args.warehouse, args.source, args.date),
@@ -393,6 +450,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     )
     if not listing.files:
         log.warning("no %s data files under %s: the day is written empty", fmt.name, args.landing)
+    withdraw_validation(args.reports, args.source, fmt.tables, args.date)
     log.info(
         "planned %d file(s), %d bytes, in %d partition(s); %d file(s) ignored",
         len(listing.files),
@@ -454,7 +512,7 @@ def summary_line(manifest: dict) -> str:
         f"quarantined={totals['quarantine_items']} "
         + "".join(f"{table}_rows={rows} " for table, rows in totals["table_rows"].items())
         + f"truncated_tails={totals['truncated_tail_files']} "
-        f"error_rate={totals['error_rate']:.4%} "
+        f"error_rate={totals['error_rate']:.4%} bad_byte_rate={totals['bad_byte_rate']:.4%} "
         f"elapsed={manifest['run']['elapsed_seconds']:.1f}s"
     )
 

@@ -107,7 +107,7 @@ def summarize(source: str, date: dt.date, data_root: Path) -> list[str]:
             f"    bytes               {totals['bytes_total']:>10,}  decoded "
             f"{totals['bytes_decoded']:,}, quarantined {totals['bytes_quarantined']:,}, "
             f"truncated tails {totals['bytes_truncated_tail']:,}, "
-            f"skipped {totals['bytes_skipped']:,}"
+            f"skipped {totals['bytes_skipped']:,} (bad-byte rate {totals['bad_byte_rate']:.2%})"
         )
         lines.append(f"    manifest                        {manifest_path}")
     for table in tables:

@@ -99,8 +99,10 @@ def test_decode_command_line(dagbag, monkeypatch_module):
         "--date", "2026-11-20",
         "--landing", "/lake/landing/kafka/dt=2026-11-20",
         "--warehouse", "/lake/warehouse",
+        "--reports", "/lake/reports",
         "--error-policy", "quarantine",
         "--max-error-rate", "0.05",
+        "--max-bad-byte-rate", "0.05",
     ]  # fmt: skip
     assert "wirelake-decode-kafka-2026-11-20" in command
 
@@ -140,6 +142,8 @@ def test_landing_check_sees_the_marker(tmp_path):
     [
         ({"decode": {"error_policy": "ignore"}}, "error_policy"),
         ({"decode": {"max_error_rate": 2}}, "max_error_rate"),
+        ({"decode": {"max_bad_byte_rate": -0.1}}, "max_bad_byte_rate"),
+        ({"decode": {"max_bad_byte_rate": True}}, "max_bad_byte_rate"),
         ({"validate": {}}, "suite"),
         ({"validate": []}, "suite"),
         ({"validate": [{"suite": "kafka"}, {"suite": "kafka"}]}, "twice"),

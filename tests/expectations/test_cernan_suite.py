@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from suite_run import failed, validate_rows
+from suite_run import failed, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -85,15 +85,8 @@ def fingerprints(rows: list[dict]) -> str:
     )
 
 
-def manifest(records_good: int, packets: int) -> dict:
-    totals = {"records_good": records_good, "table_rows": {"packets": packets}}
-    return {
-        "source": "cernan",
-        "format": "cernan",
-        "options": {},
-        "dt": DAY.isoformat(),
-        "totals": totals,
-    }
+def cernan_manifest(records_good: int, packets: int) -> dict:
+    return manifest("cernan", DAY, records_good, table_rows={"packets": packets})
 
 
 def run_suite(spark, name, rows, schema, facts_manifest, tmp_path, **params) -> runner.Outcome:
@@ -113,7 +106,7 @@ def test_records_suite_passes_then_fails_when_doctored(spark, tmp_path):
     rows = record_rows()
     packets = packet_rows()
     good = run_suite(
-        spark, "cernan", rows, RECORDS_SCHEMA, manifest(len(rows), len(packets)), tmp_path
+        spark, "cernan", rows, RECORDS_SCHEMA, cernan_manifest(len(rows), len(packets)), tmp_path
     )
     assert good.failures == []
     doctored = [dict(row) for row in rows]
@@ -121,7 +114,12 @@ def test_records_suite_passes_then_fails_when_doctored(spark, tmp_path):
     doctored.append(dict(doctored[5]))  # a replayed datum
     doctored[7]["event_time"] = None  # the datum lacks its event_time field
     bad = run_suite(
-        spark, "cernan", doctored, RECORDS_SCHEMA, manifest(len(rows), len(packets)), tmp_path
+        spark,
+        "cernan",
+        doctored,
+        RECORDS_SCHEMA,
+        cernan_manifest(len(rows), len(packets)),
+        tmp_path,
     )
     failures = failed(bad.failures)
     assert set(failures) == {
@@ -139,7 +137,7 @@ def test_records_suite_passes_then_fails_when_doctored(spark, tmp_path):
 def test_packets_suite_passes_then_fails_when_doctored(spark, tmp_path):
     rows = packet_rows()
     records = sum(row["record_count"] for row in rows)
-    facts = manifest(records, len(rows))
+    facts = cernan_manifest(records, len(rows))
     allowed = fingerprints(rows)
     errors = sum(row["status"] == "error" for row in rows) / len(rows)
     params = {"allowed_fingerprints": allowed, "packet_error_budget": errors}
@@ -176,7 +174,7 @@ def test_validate_job_checks_the_packets_table(spark, tmp_path):
     manifest_dir = warehouse / "_manifests" / "cernan" / f"dt={DAY}"
     manifest_dir.mkdir(parents=True)
     records = sum(row["record_count"] for row in rows)
-    (manifest_dir / "manifest.json").write_text(json.dumps(manifest(records, len(rows))))
+    (manifest_dir / "manifest.json").write_text(json.dumps(cernan_manifest(records, len(rows))))
     argv = ["--source", "cernan", "--suite", "cernan_packets", "--date", DAY.isoformat()]
     argv += ["--warehouse", str(warehouse), "--reports", str(tmp_path / "reports")]
     argv += [

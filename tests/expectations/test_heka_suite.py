@@ -37,6 +37,7 @@ def row(rng: random.Random, index: int, signed: bool) -> dict:
         "event_time": when,
         "hmac_status": "valid" if signed else None,
         "uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "uuid_valid": True,
         "timestamp": ns,
         "type": "nginx.access",
         "severity": rng.randrange(8),
@@ -63,7 +64,7 @@ def run_suite(spark, rows, records_good, tmp_path, **params) -> runner.Outcome:
 def test_suite_passes_on_good_rows(spark, good_rows, tmp_path):
     outcome = run_suite(spark, good_rows, len(good_rows), tmp_path, signed=0)
     assert outcome.failures == []
-    assert outcome.result["statistics"]["evaluated_expectations"] == 13
+    assert outcome.result["statistics"]["evaluated_expectations"] == 14
 
 
 def test_signed_source_needs_a_signature_on_every_record(spark, good_rows, tmp_path):
@@ -116,6 +117,23 @@ def test_error_budget_admits_a_few_bad_signatures(spark, good_rows, tmp_path):
     rows[1]["hmac_valid"] = False  # 1 of 200 signed rows: within 1 %
     outcome = run_suite(spark, rows, len(rows), tmp_path, signed=0, hmac_error_budget=0.01)
     assert outcome.failures == []
+
+
+def test_uuids_that_are_not_16_bytes_count_against_their_budget(spark, good_rows, tmp_path):
+    """Three messages whose producer sent the uuid as 36 characters of text (one upper
+    case) and one with no uuid: with the default budget (0) they fail the day, counted;
+    within `invalid_uuid_budget` they pass (canonical text is asked of 16-byte uuids only)."""
+    rows = [dict(r) for r in good_rows]
+    for r in rows[:3]:
+        r["uuid_valid"] = False
+    rows[0]["uuid"] = rows[0]["uuid"].upper()
+    rows[3].update(uuid=None, uuid_valid=False)
+    failures = failed(run_suite(spark, rows, len(rows), tmp_path, signed=0).failures)
+    assert set(failures) == {("expect_column_values_to_be_in_set", "uuid_valid")}
+    assert failures[("expect_column_values_to_be_in_set", "uuid_valid")]["unexpected_count"] == 4
+    assert failures[("expect_column_values_to_be_in_set", "uuid_valid")]["critical"]
+    within = run_suite(spark, rows, len(rows), tmp_path, signed=0, invalid_uuid_budget=0.02)
+    assert within.failures == []
 
 
 def test_sample_day_passes_with_the_sources_yaml_params_and_still_checks(spark, tmp_path):

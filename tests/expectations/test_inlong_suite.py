@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from suite_run import validate_rows
+from suite_run import manifest, validate_rows
 
 from expectations import registry
 from expectations.checks import RunFacts
@@ -61,7 +61,7 @@ def rows_of(messages=MESSAGES, *, source="/landing/inlong/dp-0.bin", kafka=False
 
 def run_suite(spark, suite: str, rows: list[dict], records_good: int, tmp_path, **params):
     schema = get("kafka+inlong").schema if suite == "inlong_kafka" else INLONG_SCHEMA
-    facts = RunFacts(DAY, {"totals": {"records_good": records_good}})
+    facts = RunFacts(DAY, manifest(suite, DAY, records_good))
     return validate_rows(spark, suite, rows, schema, facts, tmp_path, **{**PARAMS, **params})
 
 
@@ -109,5 +109,5 @@ def test_kafka_suite_keys_messages_by_record(spark, tmp_path):
 
 def test_attribute_keys_are_checked_names():
     with pytest.raises(ValueError, match="attribute key"):
-        registry.get("inlong").build(RunFacts(DAY, {"totals": {"records_good": 0}}),
+        registry.get("inlong").build(RunFacts(DAY, manifest("inlong", DAY, 0)),
                                      {"required_attributes": "a') OR (1=1"})  # fmt: skip

@@ -91,8 +91,10 @@ def doctored(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def run_suite(spark, rows: list[dict], records_good: int, tmp_path, **params) -> runner.Outcome:
-    facts = RunFacts(DAY, manifest("kafka", DAY, records_good))
+def run_suite(
+    spark, rows: list[dict], records_good: int, tmp_path, bad_bytes: int = 0, **params
+) -> runner.Outcome:
+    facts = RunFacts(DAY, manifest("kafka", DAY, records_good, bad_bytes=bad_bytes))
     return validate_rows(spark, "kafka", rows, KAFKA_SCHEMA, facts, tmp_path, **params)
 
 
@@ -112,7 +114,7 @@ def test_unknown_suite_parameter_is_refused():
 def test_suite_passes_on_golden_rows(spark, good_rows, tmp_path):
     outcome = run_suite(spark, good_rows, len(good_rows), tmp_path)
     assert outcome.failures == []
-    assert outcome.result["statistics"]["evaluated_expectations"] == 13
+    assert outcome.result["statistics"]["evaluated_expectations"] == 14
     assert (tmp_path / "docs" / "index.html").is_file()
 
 
@@ -187,7 +189,7 @@ def test_validate_job_publishes_results_and_passes_with_warnings(
         ("expect_column_values_to_not_be_null", "partition", False),
         ("expect_column_values_to_not_be_null", "topic", False),
     ]
-    assert len(report["results"]) == 13  # the Great Expectations result itself
+    assert len(report["results"]) == 14  # the Great Expectations result itself
     assert report["params"] == {
         "crc_error_budget": 0.0,
         "max_lateness_hours": 24.0,
@@ -255,3 +257,15 @@ def test_validate_job_bad_arguments_exit_2(tmp_path, capsys, change, message):
         validate.parse_args(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("bad_bytes", [5_000, 5_001])  # the gate is 5 % of 100,000 bytes
+def test_bad_bytes_are_checked_against_the_decode_gate(spark, good_rows, tmp_path, bad_bytes):
+    outcome = run_suite(spark, good_rows, len(good_rows), tmp_path, bad_bytes=bad_bytes)
+    if bad_bytes <= 5_000:
+        assert outcome.failures == []
+        return
+    (failure,) = outcome.critical_failures
+    assert failure["expectation"] == "unexpected_rows_expectation"
+    assert "5001" in str(failure) and "100000" in str(failure)

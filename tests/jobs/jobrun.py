@@ -40,7 +40,8 @@ def decoded_day(spark, source: str, day: str, landing: Path, warehouse: Path, *a
     """Run the job for `source`'s `day` over `landing` (more arguments in `args`) and read
     back what it left: exit code, rows and quarantine in file order, manifest."""
     argv = ["--source", source, "--date", day, "--landing", str(landing)]
-    code = run_quietly(spark, [*argv, "--warehouse", str(warehouse), *args])
+    argv += ["--warehouse", str(warehouse), "--reports", str(warehouse.parent / "reports")]
+    code = run_quietly(spark, [*argv, *args])
     return {
         "code": code,
         "rows": read_dir(warehouse / source / f"dt={day}"),

@@ -40,7 +40,8 @@ def read_dir(path: Path) -> list[dict]:
 def run_job(spark, landing: Path, warehouse: Path, *options: str) -> dict:
     argv = ["--source", "cernan", "--envelope", "cernan", "--date", DAY]
     argv += ["--landing", str(landing), "--warehouse", str(warehouse)]
-    argv += ["--max-error-rate", "0.5"]
+    argv += ["--reports", str(warehouse.parent / "reports")]
+    argv += ["--max-error-rate", "0.5", "--max-bad-byte-rate", "0.5"]
     for option in options:
         argv += ["--option", option]
     code = run_quietly(spark, argv)

@@ -90,7 +90,8 @@ def test_listing_keeps_log_entries_and_sets_companions_aside(tmp_path):
 def _argv(landing, *extra: str) -> list[str]:
     return [
         "--source", "kafka", "--envelope", "kafka", "--date", DATE,
-        "--landing", str(landing), "--warehouse", str(landing.parent / "warehouse"), *extra,
+        "--landing", str(landing), "--warehouse", str(landing.parent / "warehouse"),
+        "--reports", str(landing.parent / "reports"), *extra,
     ]  # fmt: skip
 
 
@@ -99,7 +100,8 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
     (tmp_path / "landing").mkdir()
     argv = [
         "--source", "kafka", "--envelope", "kafka", "--date", DATE,
-        "--landing", "landing", "--warehouse", "wh", "--option", "batch_rows=4096",
+        "--landing", "landing", "--warehouse", "wh", "--reports", "rp",
+        "--option", "batch_rows=4096",
     ]  # fmt: skip
     args = parse_args(argv)
     assert args.options["batch_rows"] == 4096  # an int, as the decoder expects
@@ -119,6 +121,7 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
         (("--option", "novalue"), {}, "expected key=value"),
         (("--option", "batch_rows=many"), {}, "option batch_rows must be int like its default"),
         (("--max-error-rate", "1.5"), {}, "must be between 0 and 1"),
+        (("--max-bad-byte-rate", "-0.5"), {}, "must be between 0 and 1"),
         (("--error-policy", "ignore"), {}, "invalid choice: 'ignore'"),
     ],
 )
@@ -151,6 +154,7 @@ def test_balanced_accounting_passes_and_sums_up():
     totals = summarise(accounts)
     assert (totals["files"], totals["bytes_total"], totals["truncated_tail_files"]) == (2, 150, 1)
     assert totals["error_rate"] == 1 / 5
+    assert (totals["bad_bytes"], totals["bad_byte_rate"]) == (40, 40 / 150)
 
 
 @pytest.mark.parametrize(

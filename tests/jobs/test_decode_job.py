@@ -102,7 +102,9 @@ class Run:
 
     def __init__(self, spark, landing: Path, warehouse: Path, *extra: str) -> None:
         argv = ["--source", "kafka", "--envelope", "kafka", "--payload", "raw", "--date", DAY]
-        argv += ["--landing", str(landing), "--warehouse", str(warehouse), *extra]
+        argv += ["--landing", str(landing), "--warehouse", str(warehouse)]
+        argv += ["--reports", str(warehouse.parent / "reports"), "--max-bad-byte-rate", "0.5"]
+        argv += extra
         logged, printed = io.StringIO(), io.StringIO()
         handler = logging.StreamHandler(logged)
         logger = logging.getLogger("wirelake.decode")
@@ -126,8 +128,10 @@ def day(spark, tmp_path_factory):
     other = warehouse / "kafka" / f"dt={OTHER_DAY}" / "part-0.parquet"
     other.parent.mkdir(parents=True)
     pq.write_table(pa.table({"source_file": ["earlier"], "offset": [7]}), other)
+    first = Run(spark, landing, warehouse, "--max-error-rate", "0.01")
+    left_behind = stale_leftovers(root, warehouse)
     runs = {
-        "first": Run(spark, landing, warehouse, "--max-error-rate", "0.01"),
+        "first": first,
         "rerun": Run(spark, landing, warehouse, "--max-error-rate", "0.01"),
         "over_rate": Run(spark, landing, warehouse, "--max-error-rate", "0.001"),
         "skip": Run(
@@ -135,7 +139,38 @@ def day(spark, tmp_path_factory):
         ),
         "fail": Run(spark, landing, root / "warehouse-fail", "--error-policy", "fail"),
     }
-    return {"landing": landing, "other": other, "other_bytes": other.read_bytes(), **runs}
+    return {
+        "landing": landing,
+        "other": other,
+        "other_bytes": other.read_bytes(),
+        "left_behind": left_behind,
+        **runs,
+    }
+
+
+def stale_leftovers(root: Path, warehouse: Path) -> dict[str, Path]:
+    """What a killed decode of DAY leaves (Spark's staging folder of its dynamic overwrite,
+    laid out as Spark lays it out) next to a run of another day still in progress, and the
+    day's validation result from before."""
+    paths = {
+        "staging": warehouse / "kafka" / ".spark-staging-0a1b" / f"dt={DAY}" / "part-0.parquet",
+        "other_staging": warehouse / "kafka" / ".spark-staging-9f8e" / "_temporary" / "0"
+        / f"dt={OTHER_DAY}" / "part-0.parquet",
+        "validation": root / "reports" / "kafka" / f"dt={DAY}" / "validation.json",
+    }  # fmt: skip
+    for path in paths.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"left behind")
+    return paths
+
+
+def test_a_run_removes_the_days_stale_staging_and_validation_only(day):
+    left = day["left_behind"]
+    assert day["rerun"].code == 0
+    assert not left["staging"].parent.parent.exists()
+    assert not left["validation"].exists()
+    assert left["other_staging"].read_bytes() == b"left behind"
+    assert "did not finish" in day["rerun"].log
 
 
 def uri(day, landed: str) -> str:

@@ -60,6 +60,7 @@ def run(spark, tmp_path_factory):
     (landing / "dp-1" / "cut.bin").write_bytes(cut_data[:-10])
     (landing / "_SUCCESS").write_text("")
     args = ["--envelope", "inlong", "--payload", "raw", "--max-error-rate", "0.5",
+            "--max-bad-byte-rate", "0.5",
             "--option", "framing=length_prefixed", "--option", "batch_rows=5"]  # fmt: skip
     return {
         **decoded_day(spark, "inlong", DAY, landing, warehouse, *args),

@@ -6,17 +6,22 @@ header length lands on the unit separator, that the header parses, and that its
 goes on one byte after that 0x1E (Heka's splitter), the bytes passed over counted as
 skipped garbage. A frame is consumed whole (bodies are never rescanned): its body is a raw
 snappy block or a protobuf Message (found by trial, snappy first, as Mozilla's readers
-do); a body that is neither, or a message without a 16-byte uuid and a timestamp (the
-strict policy of lua_sandbox), is quarantined. A frame cut by the end of the stream is a
-truncated tail. HMAC signatures are verdicts (`hmac_valid`, `hmac_status`), not filters.
+do); a body that is neither, or a message without a timestamp, is quarantined. A uuid
+that is not 16 bytes (36 characters of text, as python_moztelemetry's streams have, or
+none at all, as Heka's Go client test sends) is a verdict (`uuid_valid`), not a filter,
+like an HMAC signature (`hmac_valid`, `hmac_status`). A frame cut by the end of the
+stream is a truncated tail.
 
 Whole-file gzip and zstd are recognised by their magic bytes and inflated as a stream
 (`inflate`); offsets are then offsets in the inflated stream, and the file's byte
-accounting is folded back onto the compressed bytes (see `_fold`).
+accounting is folded back onto the compressed bytes (see `_fold`). A file that only
+starts like one (the inflater chokes before anything is framed) is walked again as a
+plain stream, and is one if that frames anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -74,26 +79,37 @@ def decode(
     keys = load_hmac_keys(opts["hmac_keys_file"])
     raw = RawSource(stream)
     codec = raw.sniff()
-    try:
-        if codec is None:
+    if codec is None:
+        try:
             yield from _walk(StreamWindow(raw), source, accounting, opts, keys)
-            return
-        inflated = Inflated(raw, codec)
-        walked = FileAccounting(source, FORMAT)
-        yield from _walk(StreamWindow(inflated), source, walked, opts, keys)
-        if inflated.failure is not None:
-            yield Quarantined(
-                source,
-                inflated.failure_offset,
-                inflated.failed_bytes,
-                inflated.failure.kind,
-                f"{inflated.failure.detail} (offset and length in compressed bytes)",
-                inflated.failure_head,
-            )
-        _fold(walked, inflated, raw.raw_bytes, accounting)
-    finally:
-        if codec is None:
+        finally:
             accounting.bytes_total += raw.raw_bytes
+        return
+    inflated = Inflated(raw, codec)
+    walked = FileAccounting(source, FORMAT)
+    yield from _walk(StreamWindow(inflated), source, walked, opts, keys)
+    if not _framed(walked) and not inflated.clean and raw.rewind():
+        # Nothing framed and the inflater choked: perhaps a plain stream whose garbage
+        # before its first frame looks like a magic. Walked again as plain, it is one if
+        # that frames anything (nothing was yielded so far: nothing counts twice).
+        plain = FileAccounting(source, FORMAT)
+        yield from _walk(StreamWindow(raw), source, plain, opts, keys)
+        if _framed(plain):
+            plain.bytes_total = raw.raw_bytes
+            _add(plain, accounting)
+            return
+    inflated.finish()
+    if inflated.failure is not None:
+        yield Quarantined(
+            source,
+            inflated.failure_offset,
+            inflated.failed_bytes,
+            inflated.failure.kind,
+            f"{inflated.failure.detail} (offset and length in compressed bytes)",
+            inflated.failure_head,
+        )
+    _fold(walked, inflated, raw.raw_bytes)
+    _add(walked, accounting)
 
 
 def _options(given: Mapping[str, object]) -> dict:
@@ -244,37 +260,43 @@ def _quarantine(
     return Quarantined(source, start, len(frame), err.kind, err.detail, bytes(frame[:HEAD_BYTES]))
 
 
-def _fold(walked: FileAccounting, inflated: Inflated, raw_total: int, acc: FileAccounting):
-    """The accounting of an inflated stream as compressed file bytes: the raw bytes that
-    inflated are shared among decoded, quarantined, truncated and skipped in proportion to
-    the inflated stream's counts (a compressed byte has no exact counterpart); bytes that
-    would not inflate are quarantined, bytes after the last member skipped."""
+def _framed(acc: FileAccounting) -> bool:
+    """Whether a walk found any frame (it yields nothing before its first)."""
+    return acc.frames_good + acc.frames_bad > 0
+
+
+_BYTES = ("bytes_decoded", "bytes_quarantined", "bytes_truncated_tail", "bytes_skipped")
+_COUNTS = ("bytes_total", *_BYTES, "frames_good", "frames_bad", "records_good", "records_bad")
+
+
+def _add(walked: FileAccounting, acc: FileAccounting) -> None:
+    """A walk's counts added to the file's, which ends as the walk did."""
+    for name in _COUNTS:
+        setattr(acc, name, getattr(acc, name) + getattr(walked, name))
+    acc.stop_reason = walked.stop_reason
+
+
+def _fold(walked: FileAccounting, inflated: Inflated, raw_total: int) -> None:
+    """`walked`, the accounting of an inflated stream, turned into compressed file bytes:
+    the raw bytes that inflated are shared among decoded, quarantined, truncated and skipped
+    in proportion to the inflated stream's counts (a compressed byte has no exact
+    counterpart); bytes that would not inflate are quarantined, bytes after the last member
+    skipped."""
     inflated_raw = raw_total - inflated.failed_bytes - inflated.trailing_bytes
-    parts = [
-        walked.bytes_decoded,
-        walked.bytes_quarantined,
-        walked.bytes_truncated_tail,
-        walked.bytes_skipped,
-    ]
+    parts = [getattr(walked, name) for name in _BYTES]
     if not any(parts):  # nothing came out: the bytes are what stopped it, or a clean empty
         stopped_by = 1 if inflated.failure is not None else 2 if inflated.truncated else 0
         parts = [int(i == stopped_by) for i in range(len(parts))]
-    decoded, quarantined, tail, skipped = _apportion(inflated_raw, parts)
-    acc.bytes_total += raw_total
-    acc.bytes_decoded += decoded
-    acc.bytes_quarantined += quarantined + inflated.failed_bytes
-    acc.bytes_truncated_tail += tail
-    acc.bytes_skipped += skipped + inflated.trailing_bytes
-    acc.frames_good += walked.frames_good
-    acc.frames_bad += walked.frames_bad + (inflated.failure is not None)
-    acc.records_good += walked.records_good
-    acc.records_bad += walked.records_bad
+    for name, share in zip(_BYTES, _apportion(inflated_raw, parts), strict=True):
+        setattr(walked, name, share)
+    walked.bytes_total = raw_total
+    walked.bytes_quarantined += inflated.failed_bytes
+    walked.bytes_skipped += inflated.trailing_bytes
     if inflated.failure is not None:
-        acc.stop_reason = inflated.failure.kind
+        walked.frames_bad += 1
+        walked.stop_reason = inflated.failure.kind
     elif inflated.truncated:
-        acc.stop_reason = "truncated_tail"
-    else:
-        acc.stop_reason = walked.stop_reason
+        walked.stop_reason = "truncated_tail"
 
 
 def _apportion(total: int, parts: list[int]) -> list[int]:
@@ -319,34 +341,44 @@ def _maybe_snappy(body: bytes, max_len: int) -> bool:
     return 0 < declared <= max_len and len(body) <= 32 + declared + declared // 6
 
 
-def _strict(message: Message) -> DecodeError | None:
+def _strict(message: Message | None) -> bool:
     """lua_sandbox's checks: a 16-byte uuid and a timestamp (Heka Go checks neither)."""
-    if message.uuid is None or len(message.uuid) != 16:
-        got = "no uuid" if message.uuid is None else f"a {len(message.uuid)}-byte uuid"
-        return DecodeError(FORMAT, "invalid_uuid", f"message has {got}, not 16 bytes")
-    if message.timestamp is None:
-        return DecodeError(FORMAT, "missing_timestamp", "message has no timestamp")
-    return None
+    return (
+        message is not None
+        and message.timestamp is not None
+        and message.uuid is not None
+        and len(message.uuid) == 16
+    )
 
 
 def _body_message(
     body: bytes, max_len: int, fields_seen: dict[bytes, Field]
-) -> tuple[Message, str]:
-    """The Message in a body and its encoding: a raw snappy block if one inflates to a valid
-    message, else a plain protobuf (raises DecodeError for neither)."""
+) -> tuple[Message, str, bool]:
+    """The Message in a body, its encoding and whether its uuid is the 16 bytes
+    message.proto defines, found by trial as Mozilla's readers do: a raw snappy block that
+    inflates to a message, else a plain protobuf. A message that passes lua_sandbox's
+    checks wins over one that does not, so that a plain body is not taken for a snappy
+    block by chance. A message without a timestamp is not a row: that is the error raised
+    when one of the two readings gave a message (the inflated one first), else the plain
+    reading's."""
+    inflated = None
     if _maybe_snappy(body, max_len):
-        try:
-            message = parse_message(decompress("snappy", body, max_len, fmt=FORMAT), fields_seen)
-        except DecodeError:
-            pass
-        else:
-            if _strict(message) is None:
-                return message, "snappy"
-    message = parse_message(body, fields_seen)
-    problem = _strict(message)
-    if problem is not None:
-        raise problem
-    return message, "protobuf"
+        with contextlib.suppress(DecodeError):
+            inflated = parse_message(decompress("snappy", body, max_len, fmt=FORMAT), fields_seen)
+        if _strict(inflated):
+            return inflated, "snappy", True
+    try:
+        plain = parse_message(body, fields_seen)
+    except DecodeError:
+        if inflated is None:
+            raise
+        plain = None
+    if _strict(plain):
+        return plain, "protobuf", True
+    for message, encoding in ((inflated, "snappy"), (plain, "protobuf")):
+        if message is not None and message.timestamp is not None:
+            return message, encoding, False  # not strict for its uuid
+    raise DecodeError(FORMAT, "missing_timestamp", "message has no timestamp")
 
 
 def _row(
@@ -360,8 +392,11 @@ def _row(
     whole columns into text), and its Fields (raises DecodeError for a bad body)."""
     body = bytes(frame[len(frame) - header.message_length :])
     status = _hmac_status(header, body, keys)
-    message, encoding = _body_message(body, max_len, fields_seen)
-    hex_ = message.uuid.hex()
+    message, encoding, uuid_valid = _body_message(body, max_len, fields_seen)
+    uuid = message.uuid
+    if uuid_valid:
+        hex_ = uuid.hex()
+        uuid = f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}".encode()
     timestamp = message.timestamp
     severity = message.severity
     code = header.hmac_hash_function
@@ -369,7 +404,8 @@ def _row(
         None if status is None else status == "valid",
         timestamp // _NS_PER_US if _EVENT_NS_MIN <= timestamp <= _EVENT_NS_MAX else None,
         status,
-        f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}",
+        uuid,
+        uuid_valid,
         timestamp,
         message.type,
         message.logger,
@@ -390,12 +426,14 @@ def _row(
 
 
 # `_row`'s values, by column; the walk knows the rest. Strings come as bytes: those with a
-# `*_raw` twin fill both columns, hmac_signer only its text.
+# `*_raw` twin fill both columns, hmac_signer only its text. A 16-byte uuid comes as its
+# canonical text, any other as sent.
 _VALUES = (
     "hmac_valid",
     "event_time",
     "hmac_status",
     "uuid",
+    "uuid_valid",
     "timestamp",
     "type",
     "logger",
@@ -412,7 +450,7 @@ _VALUES = (
     "hmac",
     "body_encoding",
 )
-_TWINNED = frozenset(("type", "logger", "payload", "env_version", "hostname"))
+_TWINNED = frozenset(("uuid", "type", "logger", "payload", "env_version", "hostname"))
 
 
 class _ValueTypeNames(dict):

@@ -6,6 +6,9 @@ bounded piece of output: zlib's `max_length` bounds gzip; zstd has no output bou
 is fed in steps small enough that one step cannot emit more than a few MiB. Damage is
 recorded, never raised: a corrupt member (`failure`), a stream cut inside a member
 (`truncated`), and bytes after the last member that start no other one (`trailing_bytes`).
+Reading stops at the damage, and the first MiB of the file is kept until then, so that a
+plain stream which merely starts with a magic can still be walked from its first byte
+(`RawSource.rewind`).
 """
 
 from __future__ import annotations
@@ -28,32 +31,46 @@ RAW_CHUNK = 256 << 10
 # One zstd input byte yields at most 32 KiB (a 128 KiB RLE block from 4 bytes): 128 bytes
 # per call bound one call's output to 4 MiB.
 _ZSTD_STEP = 128
+REPLAY_BYTES = 1 << 20  # how much of a file's start is kept for `RawSource.rewind`
 
 
 class RawSource:
-    """The file as read from `stream`, with the sniffed head replayed, bytes counted."""
+    """The file as read from `stream`, with the sniffed head replayed, bytes counted; its
+    first REPLAY_BYTES are kept, so that it can be read again from its first byte."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
         self._head = b""
+        self._kept: list[bytes] | None = []  # everything read, while within REPLAY_BYTES
+        self.first = b""  # the file's first HEAD_BYTES bytes
         self.raw_bytes = 0
 
     def sniff(self) -> str | None:
-        """The whole-file codec its first bytes announce: "gzip", "zstd" or None."""
+        """The whole-file codec its first bytes announce: "gzip", "zstd" or None (a plain
+        stream, which is read only once: nothing is kept for `rewind`)."""
         head = b""
         while len(head) < MAGIC_BYTES and (piece := self._read(MAGIC_BYTES - len(head))):
             head += piece
         self._head = head
+        codec = None
         if head.startswith(GZIP_MAGIC) and len(head) > 3 and not head[3] & _GZIP_FLAG_RESERVED:
-            return "gzip"
-        if head.startswith(ZSTD_MAGIC):
-            return "zstd"
-        return None
+            codec = "gzip"
+        elif head.startswith(ZSTD_MAGIC):
+            codec = "zstd"
+        else:
+            self._kept = None
+        return codec
 
     def _read(self, n: int) -> bytes:
-        piece = self._stream.read(n)
-        self.raw_bytes += len(piece or b"")
-        return piece or b""
+        piece = self._stream.read(n) or b""
+        self.raw_bytes += len(piece)
+        if len(self.first) < HEAD_BYTES:
+            self.first += piece[: HEAD_BYTES - len(self.first)]
+        if self._kept is not None:
+            self._kept.append(piece)
+            if self.raw_bytes > REPLAY_BYTES:
+                self._kept = None
+        return piece
 
     def read(self, n: int) -> bytes:
         if self._head:
@@ -61,11 +78,17 @@ class RawSource:
             return piece
         return self._read(n)
 
-    def drain(self) -> int:
-        count = 0
-        while piece := self.read(RAW_CHUNK):
-            count += len(piece)
-        return count
+    def rewind(self) -> bool:
+        """Read the file again from its first byte (what was read is replayed, not counted
+        twice); possible only while no more than REPLAY_BYTES have been read."""
+        if self._kept is None:
+            return False
+        self._head, self._kept = b"".join(self._kept), None
+        return True
+
+    def drain(self) -> None:
+        while self.read(RAW_CHUNK):
+            pass
 
 
 def _gzip_step(inflater, data, n: int) -> tuple[bytes, bytes]:
@@ -101,12 +124,30 @@ class Inflated:
         self._fed = False  # the current member has been given input
         self._input = memoryview(b"")
         self._done = False
+        self._produced = False  # some bytes inflated
+        self._trailing_offset: int | None = None  # raw offset of bytes that start no member
         self.failure: DecodeError | None = None
         self.failure_offset = 0  # raw offset from which the file could not be inflated
         self.failure_head = b""
-        self.failed_bytes = 0  # raw bytes from failure_offset to the end
+        self.failed_bytes = 0  # raw bytes from failure_offset to the end (see `finish`)
         self.trailing_bytes = 0  # raw bytes after the last member that start no member
         self.truncated = False  # the file ends inside a member
+
+    @property
+    def clean(self) -> bool:
+        """Whether the file inflated to its end: no failure, no cut, no trailing bytes."""
+        return self.failure is None and not self.truncated and self._trailing_offset is None
+
+    def finish(self) -> None:
+        """Read what is left of the file (reading stopped at the damage) and count the
+        failed and trailing bytes: all of them from where the damage starts to the end."""
+        self._raw.drain()
+        if self.failure is not None:
+            self.failed_bytes = self._raw.raw_bytes - self.failure_offset
+            if not self._produced:
+                self.failure_head = self._raw.first
+        if self._trailing_offset is not None:
+            self.trailing_bytes = self._raw.raw_bytes - self._trailing_offset
 
     def read(self, n: int) -> bytes:
         while not self._done:
@@ -138,6 +179,7 @@ class Inflated:
             self._fail(pending, str(err))
             return b""
         self._fed = True
+        self._produced = self._produced or bool(out)
         self._input = memoryview(rest)
         if self._inflater.eof:
             self._input = memoryview(self._inflater.unused_data + bytes(rest))
@@ -154,13 +196,17 @@ class Inflated:
             self._inflater = self._new()
             self._fed = False
         else:
-            self.trailing_bytes = len(self._input) + self._raw.drain()
+            self._trailing_offset = self._raw.raw_bytes - len(self._input)
             self._done = True
 
     def _fail(self, pending: int, detail: str) -> None:
+        """The file cannot be inflated from the input still pending, or from its first byte
+        when nothing inflated (the bytes the inflater took produced nothing either)."""
         self.failure = DecodeError("heka", "decompress_failed", f"{self.codec}: {detail}")
-        self.failure_offset = self._raw.raw_bytes - pending
-        self.failure_head = bytes(self._input[:HEAD_BYTES])
-        self.failed_bytes = pending + self._raw.drain()
+        if self._produced:  # else offset 0, and the head is the file's (see `finish`)
+            self.failure_offset = self._raw.raw_bytes - pending
+            while len(self._input) < HEAD_BYTES and self._more():
+                pass
+            self.failure_head = bytes(self._input[:HEAD_BYTES])
         self._input = memoryview(b"")
         self._done = True

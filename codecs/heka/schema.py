@@ -2,7 +2,9 @@
 
 Strings that are not valid UTF-8 (producers never check) are shown with U+FFFD in their
 string column and kept byte for byte in the `*_raw` twin, which is null otherwise; the
-fields' `value_string_raw` holds every element's bytes when any of them is not UTF-8.
+fields' `value_string_raw` holds every element's bytes when any of them is not UTF-8. The
+uuid is text too: canonical for the 16 bytes message.proto defines, else as sent (with its
+`uuid_raw` twin), and `uuid_valid` says which.
 """
 
 import pyarrow as pa
@@ -33,7 +35,11 @@ HEKA_SCHEMA = pa.schema(
         *lineage_fields("hmac_valid"),
         # null (unsigned) | valid | invalid_digest | unknown_signer | unsupported_hash
         pa.field("hmac_status", pa.string()),
-        pa.field("uuid", pa.string(), nullable=False),  # canonical 8-4-4-4-12 text
+        # 16 bytes: canonical 8-4-4-4-12 text; another length: the bytes as text, as sent
+        # (36 characters of text from some producers); null: no uuid on the wire
+        pa.field("uuid", pa.string()),
+        pa.field("uuid_raw", pa.binary()),  # a uuid of another length that is not UTF-8
+        pa.field("uuid_valid", pa.bool_(), nullable=False),  # exactly 16 bytes
         pa.field("timestamp", pa.int64(), nullable=False),  # ns since the epoch, exact
         pa.field("type", pa.string()),
         pa.field("type_raw", pa.binary()),

@@ -18,6 +18,8 @@ from heka_support import DATA, decode, sidecar
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from wirecodecs.accounting import HEAD_BYTES
+from wirecodecs.heka.inflate import REPLAY_BYTES
 from wirecodecs.heka.schema import HEKA_SCHEMA
 
 SEEDS = {
@@ -182,6 +184,66 @@ def test_bytes_after_the_last_member_are_skipped(codec):
     got = checked(packed)
     assert len(got.rows) == 5
     assert got.accounting.bytes_skipped == len(b"not a member at all")
+
+
+MAGICS = {
+    "zstd": b"\x28\xb5\x2f\xfd",
+    "gzip": b"\x1f\x8b\x08\x00",  # ID1 ID2 CM, then no flags
+    "gzip, flags from the stream": b"\x1f\x8b\x08",  # 0x1E as FLG: FEXTRA FNAME FCOMMENT FHCRC
+}
+
+
+@pytest.mark.parametrize("magic", MAGICS.values(), ids=MAGICS)
+def test_plain_stream_that_starts_with_a_magic_loses_nothing(magic):
+    """Issue 10, found by test_any_garbage_between_frames: a compression magic in front of
+    basic.heka made the quarantined bytes of the accounting differ from the quarantined
+    items (and lost every message). Walked as the plain stream it is, the magic is
+    skipped garbage and every row of the plain file is there, shifted by it."""
+    plain = SEEDS["basic.heka"]
+    data = magic + plain
+    got = checked(data)
+    acc = got.accounting
+    shifted = [{**r, "byte_offset": r["byte_offset"] + len(magic)} for r in checked(plain).rows]
+    assert len(shifted) == len(sidecar("basic.heka")["records"])
+    assert got.rows == shifted
+    assert (got.quarantined, acc.bytes_quarantined) == ([], 0)
+    assert (acc.bytes_decoded, acc.bytes_skipped, acc.bytes_truncated_tail) == (
+        len(plain),
+        len(magic),
+        0,
+    )
+    assert (acc.frames_good, acc.frames_bad, acc.stop_reason) == (len(shifted), 0, "eof")
+    assert outcome(checked(data, ChunkedReads(data, [1, 5, 300]))) == outcome(got)
+
+
+@pytest.mark.parametrize("magic", [MAGICS["zstd"], MAGICS["gzip"]], ids=["zstd", "gzip"])
+def test_magic_before_bytes_that_hold_no_frame_is_a_file_that_would_not_inflate(magic):
+    """Walked as plain it frames nothing either: one decompress_failed item for the whole
+    file, and exactly those bytes quarantined."""
+    data = magic + bytes(range(0x20, 0x7F)) * 20  # no 0x1E anywhere
+    got = checked(data)
+    acc = got.accounting
+    assert [(q.byte_offset, q.length, q.kind, q.head) for q in got.quarantined] == [
+        (0, len(data), "decompress_failed", data[:HEAD_BYTES])
+    ]
+    assert (acc.bytes_quarantined, acc.frames_bad, acc.stop_reason) == (
+        len(data),
+        1,
+        "decompress_failed",
+    )
+
+
+def test_inflater_that_takes_more_than_the_replay_before_failing_quarantines_the_file():
+    """A gzip header whose file name runs past REPLAY_BYTES: the start is no longer kept,
+    so the file is not walked again as plain (a documented limit); still exact."""
+    name = b"n" * (REPLAY_BYTES + 1)
+    data = b"\x1f\x8b\x08\x08" + bytes(6) + name + b"\0" + b"\xff" + SEEDS["basic.heka"]
+    got = checked(data)  # 0xFF: a final block of the reserved type
+    acc = got.accounting
+    assert [(q.byte_offset, q.length, q.kind) for q in got.quarantined] == [
+        (0, len(data), "decompress_failed")
+    ]
+    assert (got.rows, acc.bytes_quarantined) == ([], len(data))
 
 
 # ---- memory on hostile sizes -----------------------------------------------------------------

@@ -82,12 +82,11 @@ def test_cli_dumps_rows_quarantine_and_summary(capsys, tmp_path):
         capsys=capsys,
     )
     assert code == 0
-    assert len(rows) == 2 + 4
+    assert len(rows) == 3 + 4
     assert rows[0]["uuid"] and isinstance(rows[0]["timestamp"], int)
     assert rows[0]["event_time"].endswith("Z")
     quarantined = [line["quarantined"] for line in err if "quarantined" in line]
     assert [(q["byte_offset"], q["kind"]) for q in quarantined] == [
-        (638, "invalid_uuid"),
         (674, "missing_timestamp"),
         (711, "invalid_protobuf"),
         (728, "invalid_protobuf"),
@@ -95,10 +94,11 @@ def test_cli_dumps_rows_quarantine_and_summary(capsys, tmp_path):
     assert base64.b64decode(quarantined[0]["head"])[:1] == b"\x1e"
     summaries = [line["summary"] for line in err if "summary" in line]
     assert [(s["rows"], s["frames_bad"], s["balanced"]) for s in summaries] == [
-        (2, 4, True),
+        (3, 3, True),
         (4, 0, True),
     ]
-    assert [row["hmac_status"] for row in rows[2:]] == ["valid"] + ["unknown_signer"] * 3
+    assert [row["uuid_valid"] for row in rows[:3]] == [True, False, True]
+    assert [row["hmac_status"] for row in rows[3:]] == ["valid"] + ["unknown_signer"] * 3
 
 
 def test_cli_rejects_unknown_options(capsys):

@@ -1,10 +1,11 @@
 """Every Heka golden vector decodes to exactly what its sidecar says.
 
-The sidecars (tests/data/heka/*.json.gz) are the truth, with wirelake's one divergence from
-their strict reader applied: a record with a bad or unverifiable signature is a row with
-its verdict (hmac_valid false), not dropped. Records the strict reader drops for their
-body (no 16-byte uuid, no timestamp, not a protobuf) are quarantined; garbage is skipped;
-a partial last record is a truncated tail.
+The sidecars (tests/data/heka/*.json.gz) are the truth, with wirelake's two divergences
+from their strict reader applied: a record with a bad or unverifiable signature is a row
+with its verdict (hmac_valid false), and so is a message whose uuid is not 16 bytes
+(uuid_valid false), not dropped. Records the strict reader drops for their body (no
+timestamp, not a protobuf) are quarantined; garbage is skipped; a partial last record is a
+truncated tail.
 """
 
 from __future__ import annotations
@@ -59,14 +60,20 @@ def expected_field(field: dict) -> dict:
 
 
 def emitted(record: dict) -> bool:
-    """A row, by wirelake's policy: a complete frame with a strictly valid message."""
+    """A row, by wirelake's policy: a complete frame with a message that has a timestamp."""
     message = record["message"]
-    return (
-        not record.get("truncated")
-        and message is not None
-        and message["uuid"] is not None
-        and message["timestamp"] is not None
-    )
+    return not record.get("truncated") and message is not None and message["timestamp"] is not None
+
+
+def expected_uuid(message: dict) -> dict:
+    """The sidecar's canonical text for 16 bytes; else its bytes (`uuid_hex`) as text."""
+    if message["uuid"] is not None:
+        return {"uuid": message["uuid"], "uuid_raw": None, "uuid_valid": True}
+    sent = None if message["uuid_hex"] is None else bytes.fromhex(message["uuid_hex"])
+    assert sent is None or len(sent) != 16
+    text = None if sent is None else sent.decode("utf-8", "replace")
+    raw = None if sent is None or text.encode() == sent else sent
+    return {"uuid": text, "uuid_raw": raw, "uuid_valid": False}
 
 
 def expected_row(record: dict, source: str) -> dict:
@@ -79,7 +86,7 @@ def expected_row(record: dict, source: str) -> dict:
         "hmac_valid": None if status is None else status == "valid",
         "event_time": EPOCH + dt.timedelta(microseconds=ns // 1000),
         "hmac_status": status,
-        "uuid": message["uuid"],
+        **expected_uuid(message),
         "timestamp": ns,
         "type": message["type"],
         "type_raw": raw(message, "type"),
@@ -161,14 +168,20 @@ def test_rows_match_the_sidecar(name, keys_file):
 
 
 @pytest.mark.parametrize("name", VECTORS)
-def test_the_strict_reader_keeps_the_rows_with_valid_or_no_signature(name, keys_file):
-    """`expected_messages` (the strict, authenticating reader) = our rows whose verdict is
-    not false."""
+def test_the_strict_reader_keeps_the_rows_with_valid_or_no_signature_and_valid_uuid(
+    name, keys_file
+):
+    """`expected_messages` (the strict, authenticating reader) = our rows whose signature
+    verdict is not false and whose uuid is valid."""
     side = sidecar(name)
     with (DATA / name).open("rb") as fh:
         got = decode(fh, hmac_keys_file=keys_file)
     offsets = {r["index"]: r["offset"] for r in side["records"]}
-    kept = [row["byte_offset"] for row in got.rows if row["hmac_valid"] is not False]
+    kept = [
+        row["byte_offset"]
+        for row in got.rows
+        if row["hmac_valid"] is not False and row["uuid_valid"]
+    ]
     assert kept == [offsets[i] for i in side["expected_messages"]]
 
 
@@ -203,13 +216,26 @@ def test_every_byte_is_accounted_for(name, keys_file):
 def test_quarantine_kinds_say_why():
     got = decode((DATA / "invalid_bodies.heka").read_bytes())
     assert [(q.byte_offset, q.kind) for q in got.quarantined] == [
-        (638, "invalid_uuid"),
         (674, "missing_timestamp"),
         (711, "invalid_protobuf"),
         (728, "invalid_protobuf"),
     ]
+
+
+def test_messages_without_a_16_byte_uuid_are_rows_marked_invalid():
+    """The 15-byte uuid of invalid_bodies.heka and the uuid-less messages of Heka's Go
+    client test, which Heka Go delivers and the strict reader drops."""
+    got = decode((DATA / "invalid_bodies.heka").read_bytes())
+    assert [(r["byte_offset"], r["uuid"], r["uuid_raw"], r["uuid_valid"]) for r in got.rows] == [
+        (0, "e25e2276-5648-45b0-b9eb-b0066bbd1b1d", None, True),
+        (638, "\x01" * 15, None, False),
+        (1041, "c9d5ebae-1661-41e6-b76d-9e6f5ca7a9df", None, True),
+    ]
     got = decode((DATA / "go_client_vectors.heka").read_bytes())
-    assert [q.kind for q in got.quarantined] == ["invalid_uuid", "invalid_uuid"]
+    assert [(r["uuid"], r["uuid_valid"], r["type"]) for r in got.rows] == [
+        (None, False, "TEST")
+    ] * 2
+    assert not got.quarantined
 
 
 def test_without_keys_signed_records_are_unverifiable():

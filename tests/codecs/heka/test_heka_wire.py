@@ -85,7 +85,7 @@ def test_damaged_bodies_are_typed_errors():
         BASE + b"\x52\x02\x32\x05": "invalid_protobuf",  # packed run past its field
         BASE + b"\x10" + b"\xff" * 11: "invalid_protobuf",  # varint over 10 bytes
         BASE + b"\x52\x03\x3a\x01\x00": "invalid_protobuf",  # packed doubles of 1 byte
-        b"\x10\x01": "invalid_uuid",
+        b"\x0a\x10" + UUID: "missing_timestamp",
     }
     for body, kind in cases.items():
         got = decode(enc.frame(body))

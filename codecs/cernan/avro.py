@@ -29,7 +29,6 @@ SYNC_SIZE = 16
 CODECS = ("null", "deflate", "snappy")  # what cernan's serde-avro accepts (absent = null)
 _MAX_VARINT_BYTES = 10
 _AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MAX_EMPTY_DATUMS = 1 << 20  # per block, for schemas whose datums may take no bytes
 _SCHEMA_CACHE_SIZE = 256  # writer schemas kept parsed (pycernan resends one per packet)
 
 
@@ -255,7 +254,6 @@ def read_blocks(
     """Walk every data block after the header into `container.datums`; any damage is a
     PacketError of stage avro_block carrying what was decoded before it."""
     pos = container.header_length
-    min_datum = container.schema.min_datum_bytes
     while pos < len(buf):
         at = pos
         count = 0
@@ -280,7 +278,7 @@ def read_blocks(
                 raise PacketError("avro_block", "avro_sync_mismatch", f"block at {at}")
             pos += SYNC_SIZE
             raw = _block_data(container.codec, data, at, max_decompressed)
-            _read_datums(container, raw, count, at, count_bytes, reader_schema, min_datum)
+            _read_datums(container, raw, count, at, count_bytes, reader_schema, pos - at)
         except PacketError as err:
             err.records_before = sum(container.block_counts)
             err.lost = err.records_before + max(count, 0)
@@ -341,16 +339,20 @@ def _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schem
     return True
 
 
-def _read_datums(container, raw, count, at, count_bytes, reader_schema, min_datum) -> None:
+def _read_datums(container, raw, count, at, count_bytes, reader_schema, wire_bytes) -> None:
     """`count` datums that must fill the block exactly; a count that the block's bytes
-    cannot hold is refused before any is read (datums that may take 0 bytes, e.g. of a
-    "null" schema: at most _MAX_EMPTY_DATUMS)."""
-    limit = len(raw) // min_datum if min_datum else _MAX_EMPTY_DATUMS
+    cannot hold is refused before any is read. Datums that may take no bytes (of a "null"
+    schema, an empty record) are charged one byte each of the block as written (count,
+    size, data and sync: `wire_bytes`), so that no block yields more rows than it has
+    bytes: a few bytes declaring millions of them would otherwise cost seconds and GiBs."""
+    min_datum = container.schema.min_datum_bytes
+    limit = len(raw) // min_datum if min_datum else wire_bytes
     if count > limit:
         raise PacketError(
             "avro_block",
             "avro_datum_decode_failed",
-            f"block at {at}: {count} datums cannot fit in {len(raw)} bytes",
+            f"block at {at}: {count} datums cannot fit in {len(raw)} bytes"
+            + ("" if min_datum else f" ({wire_bytes} as written, datums of no bytes)"),
         )
     parsed = container.schema.parsed
     if min_datum and _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schema):

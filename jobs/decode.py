@@ -6,19 +6,22 @@
         [--max-bad-byte-rate 0.01] [--option KEY=VALUE ...]
 
 Extract: the driver lists the landing folder with pyarrow.fs and groups whole files into
-partitions balanced by size; executors stream every file through its wirecodecs decoder in
-one mapInArrow pass (`jobs.tagged`). Transform: that tagged output is persisted once and
-split into rows, quarantined frames and per-file accounting, which must balance. Save: rows
-to <warehouse>/<source>/dt=D, quarantine to <warehouse>/_quarantine/<source>/dt=D (dynamic
-partition overwrite: only day D is replaced), then the run manifest
-<warehouse>/_manifests/<source>/dt=D/manifest.json. A failed run writes nothing.
+partitions balanced by size. Executors stream every file once through its wirecodecs
+decoder and write the rows, companion tables and quarantined frames straight to Parquet in
+hidden staging folders of each table (`jobs.parts`); only each file's accounting comes back.
+Transform: the driver checks that the accounting balances and applies the gates. Save: the
+staged partitions replace partition D of <warehouse>/<source>, its companion tables and
+<warehouse>/_quarantine/<source> (one rename each where the filesystem has them; other
+days are never touched), then the run manifest
+<warehouse>/_manifests/<source>/dt=D/manifest.json is written, last. A failed run deletes
+its staging folders and leaves the previous day as it was.
 
 Two gates decide whether a day is good enough to replace the previous one: bad frames /
 all frames (`--max-error-rate`) and bytes not decoded / all bytes (`--max-bad-byte-rate`:
 quarantined, skipped and truncated tails), so one corrupt length that hides half a file
 fails the run however few frames it spans. When the run starts, the day's validation
-results are removed (nothing vouches for a day being replaced), and so are Spark staging
-folders an earlier, killed run of the day left in the tables it writes.
+results are removed (nothing vouches for a day being replaced), and so are staging folders
+an earlier, killed run of the day left in the tables it writes.
 """
 
 from __future__ import annotations
@@ -27,21 +30,18 @@ import argparse
 import collections
 import dataclasses
 import datetime as dt
-import functools
 import heapq
 import json
 import logging
 import re
 import sys
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
 from pyarrow import fs as pafs
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql import SparkSession
 
 import wirecodecs
 from jobs import layout, storage
@@ -55,19 +55,7 @@ from jobs.cli import (
     scalar,
     setup_logging,
 )
-from jobs.tagged import (
-    ACCOUNTING,
-    ACCOUNTING_JSON,
-    KIND,
-    QUARANTINE,
-    QUARANTINE_COLUMNS,
-    ROW,
-    UNIT_SCHEMA,
-    decode_partition,
-    table_column,
-    table_kind,
-    tagged_schema,
-)
+from jobs.parts import QUARANTINE, SHOWN_BAD_FRAMES, Unit, Work, decode_units
 from wirecodecs import FileAccounting, WireFormat
 from wirecodecs.registry import resolve_options
 
@@ -78,8 +66,6 @@ SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" i
 TARGET_PARTITION_BYTES = 128 << 20
 COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
 COUNTS += ["rows", "quarantine_items"]
-SHOWN_BAD_FRAMES = 5  # how many bad frames a failure message quotes
-SPARK_STAGING = ".spark-staging-"  # Spark's folder for a dynamic overwrite in progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,66 +201,29 @@ def default_partitions(spark: SparkSession, files: list[DataFile]) -> int:
     return max(2 * spark.sparkContext.defaultParallelism, -(-total // TARGET_PARTITION_BYTES))
 
 
-def decode_tagged(
-    spark: SparkSession,
-    groups: list[list[DataFile]],
-    filesystem: pafs.FileSystem,
-    fmt: WireFormat,
-    args: argparse.Namespace,
-) -> DataFrame:
-    """The tagged decode output (rows, quarantine, accounting): one partition per group,
-    each file decoded once by `jobs.tagged.decode_partition`. Persisted (spilling to disk)
-    so that the accounting, the rows and the quarantine all read the same single pass."""
-    units = spark.sparkContext.parallelize(
-        [[(file.uri, file.path, file.size) for file in group] for group in groups],
-        max(len(groups), 1),
-    ).flatMap(lambda group: group)
-    decode = functools.partial(
-        decode_partition,
-        envelope=args.envelope,
-        payload=args.payload,
-        options=args.options,
-        filesystem=filesystem,
+def plan_units(groups: list[list[DataFile]]) -> list[list[Unit]]:
+    """The groups as work units, numbered in file order (the numbers name the part files,
+    so a rerun writes the same names)."""
+    numbers = {uri: n for n, uri in enumerate(sorted(f.uri for group in groups for f in group))}
+    return [[Unit(numbers[f.uri], f.uri, f.path, f.size) for f in group] for group in groups]
+
+
+def decode_units_on_executors(
+    spark: SparkSession, units: list[list[Unit]], work: Work
+) -> list[dict]:
+    """Every unit decoded once and written to staging by an executor, one Spark partition
+    per group; the units' reports (accounting, first bad frames), in file order."""
+    if not units:
+        return []
+    reports = (
+        spark.sparkContext.parallelize(units, len(units))
+        .mapPartitions(lambda groups: decode_units((u for g in groups for u in g), work))
+        .collect()
     )
-    schema = tagged_schema(fmt.row_schema(args.options), fmt.tables)
-    return (
-        spark.createDataFrame(units, from_arrow_schema(UNIT_SCHEMA))
-        .mapInArrow(decode, from_arrow_schema(schema, prefer_timestamp_ntz=False))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    return sorted(reports, key=lambda report: report["accounting"]["source"])
 
 
 # --- transform ----------------------------------------------------------------------
-
-
-def rows_frame(tagged: DataFrame, columns: list[str], date: dt.date) -> DataFrame:
-    """The main table's rows of the day."""
-    return tagged.where(F.col(KIND) == ROW).select(*columns).withColumn("dt", F.lit(date))
-
-
-def table_frame(tagged: DataFrame, fmt: WireFormat, table: str, date: dt.date) -> DataFrame:
-    """The rows of companion table `table`, under their own column names."""
-    return (
-        tagged.where(F.col(KIND) == table_kind(table))
-        .select(*(F.col(table_column(table, name)).alias(name) for name in fmt.tables[table].names))
-        .withColumn("dt", F.lit(date))
-    )
-
-
-def quarantine_frame(tagged: DataFrame, fmt: WireFormat, date: dt.date) -> DataFrame:
-    return tagged.where(F.col(KIND) == QUARANTINE).select(
-        "source_file",
-        "byte_offset",
-        *(F.col(column).alias(name) for column, (name, _) in QUARANTINE_COLUMNS.items()),
-        F.lit(fmt.name).alias("format"),
-        F.lit(date).alias("dt"),
-    )
-
-
-def collect_accounting(tagged: DataFrame) -> list[dict]:
-    """Per-file accounting dicts, by file name (this action runs the decode pass)."""
-    found = tagged.where(F.col(KIND) == ACCOUNTING).select(ACCOUNTING_JSON).collect()
-    return sorted((json.loads(row[0]) for row in found), key=lambda entry: entry["source"])
 
 
 def check_accounting(accounts: list[dict], files: list[DataFile]) -> None:
@@ -316,8 +265,8 @@ def _rate(bad: int, good: int) -> float:
     return bad / (bad + good) if bad + good else 0.0
 
 
-def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) -> None:
-    """Fail the run when the error policy or the error-rate threshold says so."""
+def check_policy(reports: list[dict], totals: dict, args) -> None:
+    """Fail the run when the error policy or a gate says so."""
     payloads = totals["payloads_good"] + totals["payloads_bad"]
     carried = f"; {totals['payloads_bad']} of {payloads} payloads" if payloads else ""
     if args.error_policy == "fail" and (totals["frames_bad"] or totals["payloads_bad"]):
@@ -337,6 +286,7 @@ def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) ->
         )
     else:
         return
+    accounts = [report["accounting"] for report in reports]
     files = [
         f"{e['source']}: {e['frames_bad']} bad frame(s), {e['payloads_bad']} bad payload(s), "
         f"{e['bytes_total'] - e['bytes_decoded']} of {e['bytes_total']} bytes not decoded "
@@ -344,13 +294,13 @@ def check_policy(tagged: DataFrame, accounts: list[dict], totals: dict, args) ->
         for e in accounts
         if e["frames_bad"] or e["payloads_bad"] or e["bytes_total"] > e["bytes_decoded"]
     ]
-    first = (
-        tagged.where(F.col(KIND) == QUARANTINE)
-        .orderBy("source_file", "byte_offset")
-        .limit(SHOWN_BAD_FRAMES)
-        .collect()
-    )
-    frames = [f"{r.source_file}@{r.byte_offset} {r._q_error_kind}: {r._q_detail}" for r in first]
+    first = sorted(
+        (bad for report in reports for bad in report["first_bad"]),
+        key=lambda bad: (bad["source_file"], bad["byte_offset"]),
+    )[:SHOWN_BAD_FRAMES]
+    frames = [
+        f"{b['source_file']}@{b['byte_offset']} {b['error_kind']}: {b['detail']}" for b in first
+    ]
     raise JobFailed(
         f"{reason}; nothing written.\n  files:\n    "
         + "\n    ".join(files)
@@ -368,41 +318,39 @@ def withdraw_validation(reports: str, source: str, tables: Iterable[str], date: 
         storage.remove_dir(layout.report_dir(reports, layout.table_name(source, table), date))
 
 
-def remove_stale_staging(table: str, date: dt.date) -> None:
-    """Spark's dynamic partition overwrite stages a job's files in
-    <table>/.spark-staging-<job>/ and moves them into place when the job commits; a killed
-    job leaves that folder behind for good. Those holding day `date` are stale (a source's
-    day has one run at a time); other days' may belong to runs in progress."""
+def remove_leftovers(table: str, date: dt.date) -> None:
+    """Folders of day `date` that an earlier run, killed before it committed, left in
+    `table`: its staging folder, or the old partition it was moving aside (a source's day
+    has one run at a time; other days' may be in progress)."""
     filesystem, root = storage.resolve(table)
     if filesystem.get_file_info(root).type != pafs.FileType.Directory:
         return
-    partition = f"/{layout.partition(date)}"
+    prefixes = (layout.staging_prefix(date), f"{storage.ASIDE_PREFIX}{layout.partition(date)}-")
     for entry in filesystem.get_file_info(pafs.FileSelector(root)):
-        if not PurePosixPath(entry.path).name.startswith(SPARK_STAGING):
-            continue
-        inside = filesystem.get_file_info(pafs.FileSelector(entry.path, recursive=True))
-        if any(partition in info.path[len(entry.path) :] for info in inside):
+        if PurePosixPath(entry.path).name.startswith(prefixes):
             filesystem.delete_dir(entry.path)
             log.warning("removed %s, left by a decode of %s that did not finish", entry.path, date)
 
 
-def save_partition(frame: DataFrame, table: str, date: dt.date, empty: bool) -> None:
-    """Replace partition `date` of the table at `table` with `frame` (which has a dt column)."""
-    # int64 microseconds, not Spark's legacy INT96, so every Parquet reader sees UTC times
-    frame.sparkSession.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    remove_stale_staging(table, date)
-    partition = layout.join(table, layout.partition(date))
-    if empty:  # a dynamic overwrite with no rows would keep the old partition
-        storage.remove_dir(partition)
-        log.info("nothing to write: %s removed if it existed", partition)
-        return
-    (
-        frame.write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy("dt")
-        .parquet(table)
-    )
-    log.info("wrote %s", partition)
+def output_tables(args, fmt: WireFormat) -> dict[str | None, str]:
+    """Table key (None: the main table; a companion table's name; QUARANTINE) -> the folder
+    of that table whose partition D the run replaces."""
+    tables = {None: layout.table_dir(args.warehouse, args.source)}
+    for name in fmt.tables:
+        tables[name] = layout.table_dir(args.warehouse, layout.table_name(args.source, name))
+    tables[QUARANTINE] = layout.quarantine_table_dir(args.warehouse, args.source)
+    return tables
+
+
+def commit(tables: Mapping[str | None, str], staging: Mapping[str | None, str], date) -> None:
+    """Move each table's staged partition into place; a table without staged rows (none
+    this time, or the quarantine under `skip`) loses its old partition: the day has none.
+    Each move is one rename where the filesystem has them; the manifest, written after the
+    last one, is what says the day is complete."""
+    for key, table in tables.items():
+        partition = layout.join(table, layout.partition(date))
+        storage.replace_dir(staging.get(key), partition)
+        log.info("wrote %s", partition)
 
 
 def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, run: dict) -> dict:
@@ -450,7 +398,6 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     )
     if not listing.files:
         log.warning("no %s data files under %s: the day is written empty", fmt.name, args.landing)
-    withdraw_validation(args.reports, args.source, fmt.tables, args.date)
     log.info(
         "planned %d file(s), %d bytes, in %d partition(s); %d file(s) ignored",
         len(listing.files),
@@ -458,41 +405,40 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         len(groups),
         len(listing.ignored),
     )
-    tagged = decode_tagged(spark, groups, listing.filesystem, fmt, args)
+    withdraw_validation(args.reports, args.source, fmt.tables, args.date)
+    tables = output_tables(args, fmt)
+    for table in tables.values():
+        remove_leftovers(table, args.date)
+    run_id = uuid.uuid4().hex[:12]
+    staging = {
+        key: layout.staging_dir(table, args.date, run_id)
+        for key, table in tables.items()
+        if key != QUARANTINE or args.error_policy != "skip"
+    }
+    work = Work(args.envelope, args.payload, args.options, listing.filesystem, staging)
     try:
-        accounts = collect_accounting(tagged)
+        reports = decode_units_on_executors(spark, plan_units(groups), work)
+        accounts = [report["accounting"] for report in reports]
         check_accounting(accounts, listing.files)
         totals = summarise(accounts, fmt.tables)
         log.info(
-            "decoded %d file(s): %d rows, %d quarantined frame(s), error rate %.4f%%",
+            "decoded %d file(s): %d rows, %d quarantined frame(s), error rate %.4f%%, "
+            "bad-byte rate %.4f%%",
             totals["files"],
             totals["rows"],
             totals["quarantine_items"],
             100 * totals["error_rate"],
+            100 * totals["bad_byte_rate"],
         )
-        check_policy(tagged, accounts, totals, args)
-        # The manifest is written last: while the day is being replaced there is none, so a
-        # crash part-way leaves no manifest that would vouch for half-replaced outputs.
-        storage.remove_file(manifest_path)
-        table = layout.table_dir(args.warehouse, args.source)
-        columns = fmt.row_schema(args.options).names
-        save_partition(rows_frame(tagged, columns, args.date), table, args.date, not totals["rows"])
-        for name in fmt.tables:
-            save_partition(
-                table_frame(tagged, fmt, name, args.date),
-                layout.table_dir(args.warehouse, layout.table_name(args.source, name)),
-                args.date,
-                not totals["table_rows"][name],
-            )
-        quarantine = layout.quarantine_table_dir(args.warehouse, args.source)
-        save_partition(
-            quarantine_frame(tagged, fmt, args.date),
-            quarantine,
-            args.date,
-            args.error_policy == "skip" or not totals["quarantine_items"],
-        )
-    finally:
-        tagged.unpersist()
+        check_policy(reports, totals, args)
+    except BaseException:
+        for folder in staging.values():
+            storage.remove_dir(folder)
+        raise
+    # The manifest is written last: while the day is being replaced there is none, so a
+    # crash part-way leaves no manifest that would vouch for half-replaced outputs.
+    storage.remove_file(manifest_path)
+    commit(tables, staging, args.date)
     run_info = {
         "started_at": started_at.isoformat(),
         "elapsed_seconds": round(time.monotonic() - started, 3),

@@ -65,3 +65,14 @@ def validation_path(reports: str, source: str, date: dt.date) -> str:
 def data_docs_dir(reports: str, source: str, date: dt.date) -> str:
     """The Data Docs site of one day's validation (open index.html)."""
     return join(report_dir(reports, source, date), "data_docs")
+
+
+def staging_prefix(date: dt.date) -> str:
+    """How the staging folders of day `date` inside a table start (hidden from readers:
+    Spark and pyarrow skip names starting with "." or "_")."""
+    return f".staging-{partition(date)}-"
+
+
+def staging_dir(table: str, date: dt.date, run_id: str) -> str:
+    """Where run `run_id` writes partition `date` of `table` before it moves it in place."""
+    return join(table, staging_prefix(date) + run_id)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any
 
 from pyarrow import fs as pafs
+
+ASIDE_PREFIX = ".replaced-"  # an old folder moved aside by `replace_dir`, then deleted
 
 
 def absolute(location: str) -> str:
@@ -48,6 +51,24 @@ def remove_file(location: str) -> None:
     filesystem, path = resolve(location)
     if filesystem.get_file_info(path).type == pafs.FileType.File:
         filesystem.delete_file(path)
+
+
+def replace_dir(new: str | None, location: str) -> None:
+    """Put folder `new` (same filesystem) in the place of folder `location`; None: just
+    remove `location`. The old folder is first moved aside, beside it and hidden, so that
+    `location` is never a mix of both; each move is a rename on local disk and HDFS (on
+    object stores a move is a copy)."""
+    filesystem, path = resolve(location)
+    parent, name = path.rsplit("/", 1)
+    aside = f"{parent}/{ASIDE_PREFIX}{name}-{uuid.uuid4().hex[:12]}"
+    if filesystem.get_file_info(path).type == pafs.FileType.Directory:
+        filesystem.move(path, aside)
+    if new is not None:
+        _, staged = resolve(new)
+        if filesystem.get_file_info(staged).type == pafs.FileType.Directory:
+            filesystem.move(staged, path)
+    if filesystem.get_file_info(aside).type == pafs.FileType.Directory:
+        filesystem.delete_dir(aside)
 
 
 def write_json(location: str, document: Any) -> None:

@@ -149,15 +149,16 @@ def day(spark, tmp_path_factory):
 
 
 def stale_leftovers(root: Path, warehouse: Path) -> dict[str, Path]:
-    """What a killed decode of DAY leaves (Spark's staging folder of its dynamic overwrite,
-    laid out as Spark lays it out) next to a run of another day still in progress, and the
-    day's validation result from before."""
+    """What decodes of DAY killed before they committed leave (a staging folder, an old
+    partition moved aside), a run of another day still in progress, and the day's
+    validation result from before."""
+    table = warehouse / "kafka"
     paths = {
-        "staging": warehouse / "kafka" / ".spark-staging-0a1b" / f"dt={DAY}" / "part-0.parquet",
-        "other_staging": warehouse / "kafka" / ".spark-staging-9f8e" / "_temporary" / "0"
-        / f"dt={OTHER_DAY}" / "part-0.parquet",
+        "staging": table / f".staging-dt={DAY}-0a1b2c3d4e5f" / "part-00000.parquet",
+        "aside": table / f".replaced-dt={DAY}-9f8e7d6c5b4a" / "part-00000.parquet",
+        "other_staging": table / f".staging-dt={OTHER_DAY}-123456abcdef" / "part-00000.parquet",
         "validation": root / "reports" / "kafka" / f"dt={DAY}" / "validation.json",
-    }  # fmt: skip
+    }
     for path in paths.values():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"left behind")
@@ -167,7 +168,8 @@ def stale_leftovers(root: Path, warehouse: Path) -> dict[str, Path]:
 def test_a_run_removes_the_days_stale_staging_and_validation_only(day):
     left = day["left_behind"]
     assert day["rerun"].code == 0
-    assert not left["staging"].parent.parent.exists()
+    assert not left["staging"].parent.exists()
+    assert not left["aside"].parent.exists()
     assert not left["validation"].exists()
     assert left["other_staging"].read_bytes() == b"left behind"
     assert "did not finish" in day["rerun"].log

@@ -12,6 +12,11 @@ Limits, all checked before anything is allocated: a length that would take the e
 A vector's declared length is checked against its element type's smallest encoding, so a
 length of 2**31 - 1 fails at once. Nesting deeper than `max_depth` is `too_deep`: the walk
 recurses (two frames per level), and the bound keeps it far from Python's recursion limit.
+What an event makes is bounded by its allowed size (`limit` - start) too, since two things
+cost no bytes of their own: a tag's path repeats its ancestors' keys (a 1 MB event of
+long keys nested 99 deep could make gigabytes of paths) and a Null vector's elements take
+no bytes. An event's paths may total `PATHS_PER_BYTE` characters per allowed byte and its
+Null vectors one element per allowed byte; more is `length_out_of_range`.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ _FLOATS = {  # ... and for one value: value and bits unpack_from, size, type nam
     for code, (fmt, bits, size) in _REALS.items()
 }  # fmt: skip
 _KEY_CACHE = 1 << 14  # distinct tag keys a reader remembers
+PATHS_PER_BYTE = 64  # path characters an event may make per byte it may take (docstring)
 WIDTH = len(TAG_FIELDS)  # items per tag entry in the flat entries list
 
 HEADER = struct.Struct(
@@ -145,7 +151,8 @@ class EventReader:
     entry `parent` indices count from the first entry of the event being read, and error
     offsets from its first byte."""
 
-    __slots__ = ("base", "buf", "end", "entries", "keys", "limit", "max_depth", "start")
+    __slots__ = ("base", "buf", "end", "entries", "keys", "limit", "max_depth", "nulls_left",
+                 "paths_left", "start")  # fmt: skip
 
     def __init__(self, buf, end: int, max_depth: int, entries: list) -> None:
         self.buf = buf
@@ -155,6 +162,8 @@ class EventReader:
         self.limit = end
         self.base = 0  # len(entries) when the current event started
         self.start = 0  # where in `buf` the current event starts
+        self.paths_left = 0  # path characters the current event may still make
+        self.nulls_left = 0  # Null vector elements the current event may still have
         self.keys: dict[bytes, tuple[str, bytes | None, str]] = {}  # raw key -> key, raw, segment
 
     def _key(self, raw: bytes) -> tuple[str, bytes | None, str]:
@@ -182,6 +191,8 @@ class EventReader:
         self.limit = limit
         self.base = len(self.entries)
         self.start = start = pos
+        self.paths_left = PATHS_PER_BYTE * (limit - pos)
+        self.nulls_left = limit - pos
         self._need(pos, HEADER.size, "event header")
         version, ticks, raw_uuid, count = HEADER.unpack_from(self.buf, pos)
         pos, view = self._container(pos + HEADER.size, count, 1, "", -1)
@@ -195,6 +206,8 @@ class EventReader:
         end = self.end
         if pos + 2 * count > end:  # key length and type: 2 bytes at least per tag
             self._need(pos, 2 * count, f"{count} tags")
+        if prefix:
+            self._spend_paths(count * len(prefix), pos)
         buf = self.buf
         keys = self.keys
         extend = self.entries.extend
@@ -238,6 +251,12 @@ class EventReader:
                 code, pos, depth, prefix + segment, parent, key, key_raw, None
             )
         return pos, view
+
+    def _spend_paths(self, chars: int, pos: int) -> None:
+        self.paths_left -= chars
+        if self.paths_left < 0:
+            detail = f"paths over {PATHS_PER_BYTE} characters per byte of max_event_bytes"
+            raise self._fail("length_out_of_range", detail, pos)
 
     def _string_error(self, pos: int, size: int) -> None:
         if size < 0:
@@ -334,10 +353,15 @@ class EventReader:
             raise self._type_error(code, pos - 5)
         if length < 0:
             raise self._fail("negative_length", f"negative vector length {length}", pos - 4)
-        if code == NULL and length > self.limit - pos:  # no bytes per element: bound it
-            raise self._fail("length_out_of_range", f"Null vector of {length} elements", pos - 4)
         if pos + length * MIN_SIZE[code] > self.end:
             self._need(pos, length * MIN_SIZE[code], f"vector of {length} {TYPE_NAMES[code]}")
+        if code == NULL:  # no bytes per element: bound them by the event's allowed size
+            self.nulls_left -= length
+            if self.nulls_left < 0:
+                detail = f"Null vectors of more elements than max_event_bytes ({length} here)"
+                raise self._fail("length_out_of_range", detail, pos - 4)
+        elif code != BYTE:  # an entry per element, each with the vector's path and [i]
+            self._spend_paths(length * (len(path) + 2), pos - 4)
         entries = self.entries
         extend = entries.extend
         raw = bytes(self.buf[pos : pos + length]) if code == BYTE else None

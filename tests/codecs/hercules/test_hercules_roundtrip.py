@@ -4,12 +4,13 @@ the decoder's limits (depth, tag count, hostile lengths, tag names, duplicate ke
 from __future__ import annotations
 
 import json
+import random
 import struct
 import tracemalloc
 import uuid
 
 import pytest
-from decoding import ChunkedReads
+from decoding import ChunkedReads, peak_bytes
 from hercules_helpers import decode, expected_plain, expected_typed, typed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -149,7 +150,7 @@ def test_max_depth_is_the_nesting_allowed():
 
 def test_a_hostile_depth_inside_a_batch_is_quarantined_and_the_rest_kept():
     good = encode_event(Event(5, uuid.UUID(int=5), [("ok", Value("Flag", True))]))
-    deep = nested_containers(5000)
+    deep = nested_containers(200)  # each 0x01 in it is a resync candidate: see the mutation test
     got = decode(encode_batch([good, deep, good]))
     assert len(got.rows) == 2
     (item,) = got.quarantined
@@ -177,6 +178,61 @@ def test_a_vector_length_of_2_31_minus_1_allocates_nothing(kind):
         tracemalloc.stop()
     assert peak < 200_000
     assert err.value.kind == "length_out_of_range"
+
+
+def test_the_null_vectors_of_an_event_together_hold_at_most_max_event_bytes_elements():
+    """A Null vector's elements take no bytes: each vector alone within the event's size
+    was not enough (many of them made a million-element list each)."""
+
+    def nulls(*lengths: int) -> bytes:
+        vectors = [(f"n{i}", Value("Vector", [None] * n, "Null")) for i, n in enumerate(lengths)]
+        return encode_event(Event(0, uuid.UUID(int=1), vectors))
+
+    (row,) = decode_value(nulls(400, 400), {"max_event_bytes": 1000})
+    assert [tag["count"] for tag in row["tags"]] == [400, 400]
+    with pytest.raises(DecodeError) as err:
+        decode_value(nulls(600, 600), {"max_event_bytes": 1000})
+    assert err.value.kind == "length_out_of_range"
+
+
+def test_paths_are_bounded_by_the_event_size():
+    """Paths repeat their ancestors' keys: 20 levels of 255-byte keys over 30 000 Flags
+    (a 35 KB event) would make 150 MB of paths; an event may make 64 path characters per
+    byte of max_event_bytes."""
+
+    def flags_deep_down(count: int) -> bytes:
+        value = Value("Vector", [True] * count, "Flag")
+        for _ in range(20):
+            value = Value("Container", [("k" * 255, value)])
+        return encode_event(Event(0, uuid.UUID(int=1), [("k" * 255, value)]))
+
+    data = flags_deep_down(30_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError) as err:
+            decode_value(data, {"max_event_bytes": 64 << 10})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err.value.kind == "length_out_of_range" and "paths" in err.value.detail
+    assert peak < 8 << 20
+    (row,) = decode_value(flags_deep_down(500), {"max_event_bytes": 64 << 10})
+    assert row["tags"][-1]["path"] == "/".join(["k" * 255] * 21) + "[499]"
+
+
+def test_an_lz4_body_allocates_for_its_size_not_the_bound():
+    """python-lz4 allocates the room it is given: 255x a 100 KB body was 25 MB."""
+    rng = random.Random(3)
+    events = [
+        encode_event(
+            Event(i, uuid.UUID(int=i), [("hex", Value("String", rng.randbytes(500).hex()))])
+        )
+        for i in range(200)
+    ]
+    body = lz4_body(encode_batch(events))
+    peak, got = peak_bytes(decode, body, source="b.bin.lz4")
+    assert len(got.rows) == 200 and got.accounting.bytes_decoded == len(body)
+    assert peak < 8 << 20
 
 
 def test_negative_lengths_and_bad_type_codes_are_typed_errors():

@@ -1,9 +1,11 @@
 """Bounded decompression for the codecs the wire formats use.
 
 Every codec refuses to produce more than `max_bytes` of output (a decompression bomb ends
-as `decompressed_too_large`, not as an exhausted executor), and any damage becomes a
-`DecodeError` of kind `decompress_failed`. All work is done by C-backed packages (zlib,
-cramjam, lz4, zstandard); only the 2-to-10-byte LZ4 header checksum is computed here.
+as `decompressed_too_large`, not as an exhausted executor) and allocates as its output
+grows, never `max_bytes` up front (snappy: the declared length, checked against the
+input first); any damage becomes a `DecodeError` of kind `decompress_failed`. All work is
+done by C-backed packages (zlib, cramjam, lz4, zstandard); only the 2-to-10-byte LZ4
+header checksum is computed here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"  # snappy-java's stream header, then version and compat
 _XERIAL_HEADER_BYTES = 16
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_CONTENT_SIZE = 0x08  # FLG bit: an 8-byte content size follows BD
+_LZ4_MAX_RATIO = 255  # an LZ4 sequence emits at most 255 bytes per byte it takes
+_LZ4_GUESS_RATIO = 4  # the first output step of a frame that declares no size, per input byte
 _SNAPPY_MAX_RATIO = 22  # a 3-byte snappy copy emits at most 64 bytes: ~21.3x at best
 _ZSTD_MAX_BLOCK = 128 * 1024  # one zstd block (from as few as 4 input bytes) emits at most this
 
@@ -136,26 +141,52 @@ def _patch_legacy_lz4(data) -> bytes:
     if len(data) < 7 or data[:4] != _LZ4_MAGIC:
         return bytes(data)  # not a frame: let the decoder report it
     flg = data[4]
-    hc_at = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    hc_at = 6 + (8 if flg & _LZ4_CONTENT_SIZE else 0) + (4 if flg & 0x01 else 0)
     if hc_at < len(data):
         data[hc_at] = lz4_header_checksum(bytes(data[4:hc_at]))
     return bytes(data)
 
 
+def _lz4_declared_size(data) -> int:
+    """The content size an LZ4 frame header declares; 0 when it declares none (Java Kafka)."""
+    if len(data) < 14 or data[:4] != _LZ4_MAGIC or not data[4] & _LZ4_CONTENT_SIZE:
+        return 0
+    return int.from_bytes(data[6:14], "little")
+
+
 def _lz4(fmt: str, data, max_bytes: int, legacy: bool = False) -> bytes:
-    """One LZ4 frame (Kafka's Lz4BlockInputStream reads one and ignores what follows)."""
+    """One LZ4 frame (Kafka's Lz4BlockInputStream reads one and ignores what follows).
+
+    python-lz4 allocates a call's whole `max_length` before it starts, so the output is
+    taken in steps: first the declared content size (else 4x the input), then each step
+    three times the output so far (few steps, even at LZ4's 255x), never past
+    `max_bytes`: memory follows the real output. A declared size the input cannot hold
+    fails at once; any other lie, at the end mark (liblz4 checks it).
+    """
     if legacy:
         data = _patch_legacy_lz4(data)
+    declared = _lz4_declared_size(data)
+    if declared > _LZ4_MAX_RATIO * len(data):
+        raise _failed(fmt, "lz4", f"declares {declared} bytes from a {len(data)}-byte frame")
     inflater = lz4.frame.LZ4FrameDecompressor()
+    out: list[bytes] = []
+    size = 0
+    step = declared or _LZ4_GUESS_RATIO * len(data)
     try:
-        out = inflater.decompress(data, max_length=max_bytes + 1)
+        piece = inflater.decompress(data, max_length=min(step, max_bytes + 1))
+        while piece:  # empty before the end mark: the input ran out
+            out.append(piece)
+            size += len(piece)
+            if size > max_bytes:
+                raise _too_large(fmt, "lz4", max_bytes)
+            if inflater.eof:
+                break
+            piece = inflater.decompress(b"", max_length=min(3 * size, max_bytes + 1 - size))
     except RuntimeError as err:
         raise _failed(fmt, "lz4", str(err)) from None
-    if len(out) > max_bytes:
-        raise _too_large(fmt, "lz4", max_bytes)
     if not inflater.eof:
         raise _failed(fmt, "lz4", "frame ends before its end mark")
-    return out
+    return b"".join(out)
 
 
 def _zstd(fmt: str, data, max_bytes: int) -> bytes:

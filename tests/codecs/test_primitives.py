@@ -7,9 +7,11 @@ snappy compressors), never from the code under test.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import struct
+import tracemalloc
 
 import cramjam
 import lz4.frame
@@ -259,7 +261,66 @@ BOMB = b"\x00" * (16 * MIB)
 def test_decompression_bomb_is_refused_over_the_bound(codec, compressed, size):
     assert len(compressed) < MIB
     assert kind_of(lambda: decompress(codec, compressed, MIB)) == "decompressed_too_large"
+    assert traced_peak(lambda: decompress(codec, compressed, MIB)) < 8 * MIB
     assert decompress(codec, compressed, size) == BOMB[:size]  # the bound is inclusive
+
+
+def traced_peak(call) -> int:
+    """tracemalloc's peak while `call` runs (after one untraced run: lazy imports)."""
+    with contextlib.suppress(DecodeError):
+        call()
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(DecodeError):
+            call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+SMALL = PAYLOAD[:1000]
+SMALL_COMPRESSED = {
+    "gzip": gzip.compress(SMALL),
+    "zstd": zstandard.ZstdCompressor(write_content_size=False).compress(SMALL),
+    "lz4": lz4.frame.compress(SMALL, store_size=False, block_linked=False),  # Java Kafka's
+    "lz4_sized": lz4.frame.compress(SMALL),  # kafka-python's: declares its content size
+    "snappy": bytes(cramjam.snappy.compress_raw(SMALL)),
+    "snappy_xerial": xerial(SMALL[:500], SMALL[500:]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_COMPRESSED))
+def test_a_small_output_allocates_little_whatever_the_bound(name):
+    """Memory follows the real output, not `max_bytes` (python-lz4 allocated a call's
+    whole max_length up front: 256 MiB for every LZ4 batch)."""
+    codec = name.removesuffix("_sized")
+    data = SMALL_COMPRESSED[name]
+    assert decompress(codec, data, 256 * MIB) == SMALL
+    assert traced_peak(lambda: decompress(codec, data, 256 * MIB)) < 8 * MIB
+
+
+def lz4_declaring(payload: bytes, declared: int) -> bytes:
+    """An LZ4 frame of `payload` whose header declares `declared` content bytes (with a
+    correct header checksum: the lie is only in the size)."""
+    frame = bytearray(lz4.frame.compress(payload, store_size=True))
+    assert frame[4] & 0x08  # FLG: content size present, 8 bytes LE after BD (spec)
+    frame[6:14] = declared.to_bytes(8, "little")
+    frame[14] = lz4_header_checksum(bytes(frame[4:14]))
+    return bytes(frame)
+
+
+@pytest.mark.parametrize("declared", [len(SMALL) - 1, len(SMALL) + 1, 1 << 27, 1 << 40])
+def test_lz4_frame_that_lies_about_its_size_fails_without_allocating_it(declared):
+    frame = lz4_declaring(SMALL, declared)
+    assert kind_of(lambda: decompress("lz4", frame, 256 * MIB)) == "decompress_failed"
+    assert traced_peak(lambda: decompress("lz4", frame, 256 * MIB)) < 8 * MIB
+
+
+def test_lz4_declared_size_is_used_but_not_trusted_past_the_bound():
+    frame = lz4_declaring(PAYLOAD, len(PAYLOAD))
+    assert decompress("lz4", frame, len(PAYLOAD)) == PAYLOAD
+    too_small = len(PAYLOAD) - 1
+    assert kind_of(lambda: decompress("lz4", frame, too_small)) == "decompressed_too_large"
 
 
 def test_snappy_impossible_declared_length_fails_without_allocating():

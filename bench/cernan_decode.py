@@ -52,8 +52,9 @@ SCHEMA = {
 _LENGTH = struct.Struct(">I")
 
 
-def write_dump(path: Path, size_mb: int, codec: str, seed: int = 7) -> int:
-    """A dump of about `size_mb` MB of v2 packets; returns its record count."""
+def write_dump(path: Path, size_mb: float, codec: str, seed: int = 7, packet_ms: int = 1000) -> int:
+    """A dump of about `size_mb` MB of v2 packets, one every `packet_ms` ms; returns its
+    record count."""
     rng = random.Random(seed)
     target = size_mb * 1_000_000
     written = records = 0
@@ -83,7 +84,7 @@ def write_dump(path: Path, size_mb: int, codec: str, seed: int = 7) -> int:
             out.write(frame)
             written += len(frame)
             records += len(batch)
-            millis += 1000
+            millis += packet_ms
     return records
 
 

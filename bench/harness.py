@@ -132,12 +132,18 @@ def machine(per: str = "measurement") -> str:
 
 
 def print_table(results: list[dict], columns: Sequence[Column], note: str) -> None:
-    """A header of the column titles, a line per result, then `note`."""
+    """A header of the column titles, a line per result (a None cell shown as "-"), then
+    `note`."""
     widths = [re.match(r"[<>^]?\d*", spec).group() for _, spec, _ in columns]
     print("".join(f"{title:{width}}" for (title, _, _), width in zip(columns, widths, strict=True)))
     for r in results:
         cells = (value(r) if callable(value) else r[value] for _, _, value in columns)
-        print("".join(f"{cell:{spec}}" for cell, (_, spec, _) in zip(cells, columns, strict=True)))
+        print(
+            "".join(
+                f"{'-':{width}}" if cell is None else f"{cell:{spec}}"
+                for cell, (_, spec, _), width in zip(cells, columns, widths, strict=True)
+            )
+        )
     print(note)
 
 

@@ -36,9 +36,8 @@ from wirecodecs.registry import get, resolve_options
 TICK0 = 17_900_000_000_000_000  # 2026-09-21 in 100-ns ticks
 
 
-def write_inputs(batch: Path, lines: Path, size_mb: int, seed: int = 7) -> int:
-    """The gate batch (int32 count, events) and the same events as JSON lines; returns
-    the event count."""
+def write_batch(batch: Path, size_mb: float, seed: int = 7) -> int:
+    """A gate batch (int32 count, events) of about `size_mb` MB; returns the event count."""
     rng = random.Random(seed)
     target = size_mb * 1_000_000
     written = count = 0
@@ -51,6 +50,12 @@ def write_inputs(batch: Path, lines: Path, size_mb: int, seed: int = 7) -> int:
             count += 1
         out.seek(0)
         out.write(struct.pack(">i", count))
+    return count
+
+
+def write_inputs(batch: Path, lines: Path, size_mb: int, seed: int = 7) -> int:
+    """The gate batch and the same events as JSON lines; returns the event count."""
+    count = write_batch(batch, size_mb, seed)
     with lines.open("w") as out:
         for row in _rows(batch):
             head = {key: row[key] for key in ("version", "timestamp", "uuid")}

@@ -36,8 +36,11 @@ BATCH_BYTES = 16 * 1024  # the Java producer's default batch.size
 SHAPES = {"100B": 100, "1KB": 1000}  # value size per segment
 
 
-def write_segment(path: Path, size_mb: int, value_bytes: int, seed: int = 7) -> int:
-    """An uncompressed v2 segment of about `size_mb` MB; returns its record count."""
+def write_segment(
+    path: Path, size_mb: float, value_bytes: int, seed: int = 7, codec: str = "none"
+) -> int:
+    """A v2 segment of about `size_mb` MB of batches compressed with `codec` (uncompressed
+    by default); returns its record count."""
     rng = random.Random(seed)
     per_batch = max(1, BATCH_BYTES // (value_bytes + 30))
     target = size_mb * 1_000_000
@@ -58,7 +61,9 @@ def write_segment(path: Path, size_mb: int, value_bytes: int, seed: int = 7) -> 
                     )
                 )
             data = enc.encode(
-                enc.RecordBatch(batch, base_offset=records, producer_id=9, producer_epoch=0)
+                enc.RecordBatch(
+                    batch, base_offset=records, producer_id=9, producer_epoch=0, codec=codec
+                )
             )
             out.write(data)
             written += len(data)

@@ -163,6 +163,14 @@ def test_gzip_multi_member():
     assert decompress("gzip", data, MIB) == PAYLOAD
 
 
+def test_gzip_many_small_members_then_a_large_one():
+    """Members are fed in pieces (zlib copies whatever follows a member's end): member ends
+    inside a piece, across pieces and at the very end all join up."""
+    parts = [bytes([i % 256]) * i for i in range(300)] + [PAYLOAD]
+    data = b"".join(gzip.compress(part, mtime=0) for part in parts)
+    assert decompress("gzip", data, MIB) == b"".join(parts)
+
+
 def test_gzip_ignores_trailing_non_member_bytes_like_java():
     assert decompress("gzip", gzip.compress(b"abc") + b"\x00\x00junk", MIB) == b"abc"
 

@@ -297,19 +297,30 @@ def _check_one(target, data, options, walk, chunked, limits, first: dict | None)
     now = _outcome(got)
     if first is not None and now != first:
         detail = f"{label}, unlike the first decode:\n{_differences(now, first)}"
-        raise ContractBroken("contract: the read sizes or the walk changed the outcome", detail)
+        raise ContractBroken(f"contract: {_cause(target, data, options, walk, chunked, first)} "
+                             "changed the outcome", detail)  # fmt: skip
     return first or now
+
+
+def _cause(target, data, options, walk, chunked, first: dict) -> str:
+    """What made a decode differ from the first one: the walk, the batch size or the
+    read sizes (told apart by one more decode: whole reads, small batches)."""
+    if not chunked:
+        return "the walk"
+    _, whole = _decode(target, data, options, walk, False, None)
+    return "batch_rows" if _outcome(whole) != first else "the read sizes"
 
 
 # ---- seeds ---------------------------------------------------------------------------------
 
 
 def seed_files(target: Target, out_dir: Path) -> list[Path]:
-    """Copy `target`'s seeds into `out_dir`: its tests/data files and the data files of
-    its sample days (written fresh, deterministic); returns the copies."""
+    """Copy `target`'s seeds into `out_dir`: its tests/data files, the inputs kept under
+    tests/data/fuzz/<target>/ and the data files of its sample days (written fresh,
+    deterministic); returns the copies."""
     out_dir.mkdir(parents=True, exist_ok=True)
     copies = []
-    for pattern in target.seeds:
+    for pattern in [*target.seeds, f"fuzz/{target.name}/*"]:
         for path in sorted(DATA.glob(pattern)):
             copies.append(out_dir / path.relative_to(DATA).as_posix().replace("/", "__"))
             copies[-1].write_bytes(path.read_bytes())

@@ -167,28 +167,38 @@ def _slug(signature: str, data: bytes) -> str:
     return f"{words}-{hashlib.sha1(data).hexdigest()[:8]}"
 
 
+def _breaks(name, path: Path, signature: str, crashes: Path, log: Path, contract: bool) -> bool:
+    """Whether the input at `path` still breaks the contract with `signature` (or, not a
+    contract check but a timeout or an out-of-memory, still makes libFuzzer fail)."""
+    status, output = _process(name, [], [path], crashes, log, {ONLY_ENV: signature})
+    return status != 0 and (f"{BROKEN}{signature}\n" in output or not contract)
+
+
 def _keep(name, artifact: Path, output: str, args, crashes: Path) -> str:
-    """Minimise a failing input (to the same signature) into `crashes`, with its signature
-    and details beside it; returns its name there."""
+    """Minimise a failing input to the same signature and keep the smallest that still
+    fails that way in `crashes`, its signature and details beside it; returns its name."""
     found = [line[len(BROKEN) :] for line in output.splitlines() if line.startswith(BROKEN)]
     kind = artifact.name.split("-")[0]  # crash, timeout, oom, slow-unit
     signature = found[-1] if found else f"{kind} (no contract line: see fuzz.log)"
-    data = artifact.read_bytes()
-    kept = crashes / _slug(signature, data)
-    shutil.copyfile(artifact, kept.with_suffix(".bin"))  # the minimisation overwrites it
+    log, steps = crashes.parent / "fuzz.log", crashes.parent / "minimised"
+    shutil.rmtree(steps, ignore_errors=True)
+    steps.mkdir()
     flags = [
         *libfuzzer_flags(args),
         "-minimize_crash=1",
         f"-runs={MINIMISE_RUNS}",
-        f"-exact_artifact_path={kept.with_suffix('.bin')}",
+        f"-artifact_prefix={steps}/",  # each step's smaller input: minimized-from-<sha1>
     ]
-    log = crashes.parent / "fuzz.log"
     _process(name, flags, [artifact], crashes, log, {ONLY_ENV: signature}, MINIMISE_SECONDS)
-    size = kept.with_suffix(".bin").stat().st_size
+    smaller = sorted(steps.iterdir(), key=lambda path: path.stat().st_size)
+    fails = (path for path in smaller if _breaks(name, path, signature, crashes, log, bool(found)))
+    best = next(fails, artifact)
+    data = best.read_bytes()
+    kept = crashes / _slug(signature, data)
+    kept.with_suffix(".bin").write_bytes(data)
     kept.with_suffix(".txt").write_text(
-        f"{signature}\n\ntarget {name}: {len(data)} bytes, minimised to {size}\n\n"
-        + "\n".join(output.splitlines()[-60:])
-        + "\n"
+        f"{signature}\n\ntarget {name}: {artifact.stat().st_size} bytes, minimised to "
+        f"{len(data)}\n\n" + "\n".join(output.splitlines()[-60:]) + "\n"
     )
     return kept.name
 

@@ -7,7 +7,7 @@ registering it, never adding a branch elsewhere.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -40,6 +40,30 @@ class PayloadCodec:
     decode_value: DecodeValueFn
 
 
+@dataclass(frozen=True)
+class SplitPoint:
+    """A frame start at which a large file may be cut: the range from `offset` decodes on
+    its own through the unchanged decoder, and reads as the whole file's decode once its
+    offsets are moved by `offset` and each column named in `shifts` (a count that runs
+    over the file, such as a packet number) is raised by its amount."""
+
+    offset: int
+    shifts: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Splits:
+    """A file's split points (increasing), and what the format checked on the way, as
+    entries for the file's row of the run manifest (e.g. Kafka's `index_check`)."""
+
+    points: list[SplitPoint] = field(default_factory=list)
+    checks: Mapping[str, object] = field(default_factory=dict)
+
+
+OpenFile = Callable[[str], BinaryIO]  # landing path -> seekable file (FileNotFoundError)
+SplitFn = Callable[[OpenFile, str, int, Sequence[int], Mapping[str, object]], Splits]
+
+
 def every_file(relative_path: str) -> bool:
     """The default `WireFormat.data_file`: every landed file holds frames."""
     return True
@@ -62,6 +86,14 @@ class WireFormat:
     `tables` names companion tables (name -> schema) whose rows the decoder yields as
     `TableRows`; the decode job writes table T of source S beside S as S_T. `schema` is
     the main table's schema with default options; see `row_schema`.
+
+    `split(open_file, path, size, boundaries, options)`, for formats that can find a frame
+    start from an arbitrary offset, gives for each boundary (increasing offsets, none when
+    the file is small) the first frame start at or after it, so that the decode job can
+    cut a large file into ranges decoded in parallel; it is called for every file of a
+    run, so it may also check the file's companions. Formats without one decode files
+    whole. A split point that is not a frame start of the whole file's walk must show in
+    the decode of the range before it: that range then does not end with `eof`.
     """
 
     name: str
@@ -72,6 +104,7 @@ class WireFormat:
     payload: PayloadCodec | None = None  # set when the format's messages ride in envelopes
     tables: Mapping[str, pa.Schema] = field(default_factory=dict)  # companion tables
     schema_for: Callable[[Mapping[str, object]], pa.Schema] | None = None
+    split: SplitFn | None = None  # where a large file may be cut (None: decoded whole)
 
     def row_schema(self, options: Mapping[str, object]) -> pa.Schema:
         """The main table's schema for a run with `options` (`schema_for`, when the

@@ -2,6 +2,7 @@
 
 from wirecodecs.cernan.decoder import OPTIONS, PACKETS, decode
 from wirecodecs.cernan.schema import PACKETS_SCHEMA, RECORDS_SCHEMA, schema_for
+from wirecodecs.cernan.splitting import split
 from wirecodecs.registry import WireFormat
 
 CERNAN = WireFormat(
@@ -11,6 +12,7 @@ CERNAN = WireFormat(
     OPTIONS,
     tables={PACKETS: PACKETS_SCHEMA},
     schema_for=schema_for,
+    split=split,
 )
 
 __all__ = ["CERNAN", "schema_for"]

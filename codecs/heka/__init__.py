@@ -2,8 +2,9 @@
 
 from wirecodecs.heka.decoder import OPTIONS, decode
 from wirecodecs.heka.schema import HEKA_SCHEMA
+from wirecodecs.heka.splitting import split
 from wirecodecs.registry import WireFormat
 
-HEKA = WireFormat("heka", HEKA_SCHEMA, decode, OPTIONS)
+HEKA = WireFormat("heka", HEKA_SCHEMA, decode, OPTIONS, split=split)
 
 __all__ = ["HEKA"]

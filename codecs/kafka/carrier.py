@@ -25,6 +25,7 @@ from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.decoder import OPTIONS as KAFKA_OPTIONS
 from wirecodecs.kafka.decoder import decode as decode_kafka
+from wirecodecs.kafka.index import split
 from wirecodecs.registry import WireFormat
 
 ENVELOPE_FIELDS = [
@@ -101,6 +102,7 @@ def carrying(payload: WireFormat) -> WireFormat:
         schema,
         decode,
         {**KAFKA_OPTIONS, **payload.options},
+        split=split,  # cut where the segment's index says, like plain Kafka
     )
 
 

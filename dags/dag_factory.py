@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, ObjectStoragePath, task
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable
+from wirelake_alerts import notifiers
+from wirelake_tasks import LandingSensor, SparkJobOperator
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOBS_DIR = PROJECT_ROOT / "jobs"
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "sources.yaml"
+# $WIRELAKE_CONFIG names another sources config (tests, a second deployment).
+DEFAULT_CONFIG = Path(os.environ.get("WIRELAKE_CONFIG") or Path(__file__).parent / "sources.yaml")
+SPARK_POOL = "wirelake_spark"  # every spark-submit task takes one slot of this Airflow pool
 
 ERROR_POLICIES = ("fail", "quarantine", "skip")
 GATES = ("max_error_rate", "max_bad_byte_rate")  # decode: shares above which a run fails
@@ -38,6 +41,10 @@ def load_config(path: Path = DEFAULT_CONFIG) -> dict[str, Any]:
         raise ConfigError(f"{path}: needs a 'sources' mapping")
     for name, source in config["sources"].items():
         _check_source(path, name, source)
+    try:
+        notifiers(config.get("alerts"), "-", "-")
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ConfigError(f"{path}: alerts: {error}") from error
     return config
 
 
@@ -86,11 +93,6 @@ def _paths(config: dict[str, Any], source: str) -> dict[str, str]:
     }
 
 
-def landing_complete(landing: str, marker: str) -> bool:
-    """True once the day's landing folder holds its completion marker (any filesystem)."""
-    return (ObjectStoragePath(landing) / marker).exists()
-
-
 def _pairs(flag: str, mapping: dict[str, Any], data_root: str) -> list[str]:
     """`flag key=value` per entry; "{data_root}" in a value becomes the data root (so a
     decoder option can name a secrets file kept beside the lake, not in the repository)."""
@@ -107,10 +109,24 @@ def validations(source: dict[str, Any]) -> list[dict[str, Any]]:
     return validate if isinstance(validate, list) else [validate]
 
 
-def _spark_task(task_id: str, job: str, args: list[str], source: str, settings: dict) -> Any:
+def pool_slots(config: dict[str, Any]) -> int:
+    """Size of the Spark pool: how many Spark applications may run at once."""
+    return int(config.get("defaults", {}).get("spark", {}).get("pool_slots", 1))
+
+
+def _asset(source: str, table: str, suffix: str = "") -> Asset:
+    """The Airflow Asset of a table (or of its checked state), for data-aware schedules."""
+    return Asset(name=f"wirelake_{table}{suffix}", uri=f"wirelake://{source}/{table}{suffix}")
+
+
+def _spark_task(
+    task_id: str, job: str, args: list[str], source: str, settings: dict, outlets: list[Asset]
+) -> Any:
     spark = settings.get("spark", {})
-    return SparkSubmitOperator(
+    return SparkJobOperator(
         task_id=task_id,
+        pool=SPARK_POOL,
+        outlets=outlets,
         application=str(JOBS_DIR / job),
         application_args=args,
         conn_id=settings.get("spark_conn_id", "spark_default"),
@@ -126,6 +142,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
     """One daily DAG: wait for the landing marker, decode to Parquet, validate the partition."""
     settings = {**config.get("defaults", {}), **source.get("defaults", {})}
     paths = _paths(config, name)
+    on_failure = notifiers(config.get("alerts"), name, paths["reports"])
     check = settings.get("landing_check", {})
     decode = source["decode"]
     suites = [entry["suite"] for entry in validations(source)]
@@ -137,11 +154,15 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         "retries": int(os.environ.get("WIRELAKE_RETRIES", settings.get("retries", 2))),
         "retry_delay": dt.timedelta(minutes=settings.get("retry_delay_minutes", 10)),
         "execution_timeout": dt.timedelta(minutes=settings.get("execution_timeout_minutes", 180)),
+        "on_failure_callback": on_failure,
     }
+    lateness, timeout = check.get("lateness_hours", 2), check.get("timeout_hours", 12)
     doc = (
         f"### wirelake: {name}\n\n{source.get('description', '')}\n\n"
         f"Envelope `{source['envelope']}`, payload `{source.get('payload', 'raw')}`. Each run "
-        f"waits for `{check.get('marker', '_SUCCESS')}` in `{paths['landing']}`, decodes the "
+        f"starts when its day has ended and waits for `{check.get('marker', '_SUCCESS')}` in "
+        f"`{paths['landing']}` up to {lateness + timeout} h after the day's end (then the day "
+        f"is skipped as *no landing*), decodes the "
         f"day into `{paths['warehouse']}/{name}/dt=<ds>/` (quarantine and manifest beside it), "
         f"then runs the expectation suite(s) {', '.join(f'`{suite}`' for suite in suites)} and "
         f"publishes the results under `{paths['reports']}/`. Backfill with "
@@ -152,19 +173,25 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         dag_id=f"wirelake_{name}",
         description=f"Decode and validate the daily {name} landing",
         doc_md=doc,
-        schedule=settings.get("schedule", "@daily"),
+        schedule=CronDataIntervalTimetable(settings.get("schedule", "0 0 * * *"), timezone="UTC"),
         start_date=dt.datetime.fromisoformat(str(settings["start_date"])).replace(tzinfo=dt.UTC),
         catchup=settings.get("catchup", True),
         max_active_runs=settings.get("max_active_runs", 3),
         default_args=default_args,
         tags=["wirelake", *source.get("tags", [])],
     ) as dag:
-        wait = task.sensor(
+        poke_interval = check.get("poke_interval_seconds", 300)
+        wait = LandingSensor(
             task_id="wait_for_landing",
+            landing=paths["landing"],
+            marker=check.get("marker", "_SUCCESS"),
+            lateness_hours=lateness,
+            timeout_hours=timeout,
             mode="reschedule",
-            poke_interval=check.get("poke_interval_seconds", 300),
-            timeout=check.get("timeout_hours", 12) * 3600,
-        )(landing_complete)(paths["landing"], check.get("marker", "_SUCCESS"))
+            poke_interval=poke_interval,
+            # a backstop only: the sensor skips the day itself when its window closes
+            timeout=(lateness + timeout + 24) * 3600,
+        )
         decode_args = [
             "--source", name,
             "--envelope", source["envelope"],
@@ -178,7 +205,9 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--max-bad-byte-rate", str(decode.get("max_bad_byte_rate", 0.0)),
             *_pairs("--option", decode.get("options", {}), data_root),
         ]  # fmt: skip
-        decoded = wait >> _spark_task("decode", "decode.py", decode_args, name, settings)
+        tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))
+        outlets = [_asset(name, table) for table in tables]
+        decoded = wait >> _spark_task("decode", "decode.py", decode_args, name, settings, outlets)
         for entry in validations(source):
             validate_args = [
                 "--source", name,
@@ -189,7 +218,8 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
                 *_pairs("--param", entry.get("params", {}), data_root),
             ]  # fmt: skip
             task_id = "validate" if len(suites) == 1 else f"validate_{entry['suite']}"
-            decoded >> _spark_task(task_id, "validate.py", validate_args, name, settings)
+            checked = [_asset(name, entry.get("table", name), "/validated")]
+            decoded >> _spark_task(task_id, "validate.py", validate_args, name, settings, checked)
     return dag
 
 
@@ -199,3 +229,19 @@ def build_dags(path: Path = DEFAULT_CONFIG) -> dict[str, DAG]:
         dag.dag_id: dag
         for dag in (build_dag(name, source, config) for name, source in config["sources"].items())
     }
+
+
+def pool_command(config: dict[str, Any]) -> list[str]:
+    """The command that creates (or resizes) the Spark pool from the config; Airflow needs
+    the pool before the scheduler can start any spark-submit task."""
+    description = "wirelake: Spark applications at once (sources.yaml defaults.spark.pool_slots)"
+    return ["airflow", "pools", "set", SPARK_POOL, str(pool_slots(config)), description]
+
+
+if __name__ == "__main__":  # python dags/dag_factory.py pool: create the Spark pool
+    import subprocess
+    import sys
+
+    if sys.argv[1:] != ["pool"]:
+        sys.exit("usage: python dags/dag_factory.py pool")
+    sys.exit(subprocess.call(pool_command(load_config(DEFAULT_CONFIG))))

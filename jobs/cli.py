@@ -1,7 +1,7 @@
 """What the Spark entry points share: argument types, logging, the session, exit codes.
 
-A job's `main(argv, spark=None)` returns its exit code: 0 on success, 1 when the run fails
-(a message says why), 2 for bad arguments (argparse). Airflow sees the code of spark-submit.
+A job's `main(argv, spark=None)` returns its exit code; Airflow sees it as spark-submit's and
+retries only the failures that a retry can change (dags/wirelake_tasks.py keeps the same list).
 """
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 EXIT_OK = 0
-EXIT_FAILED = 1
+EXIT_FAILED = 1  # permanent: the run's checks failed (gate, accounting, critical expectation)
+EXIT_USAGE = 2  # permanent: bad arguments or options (argparse's own code)
+EXIT_TRANSIENT = 75  # sysexits EX_TEMPFAIL: an I/O or Spark error that a retry may not meet
+PERMANENT_EXIT_CODES = (EXIT_FAILED, EXIT_USAGE)
+TRANSIENT_ERRORS = (OSError, Py4JError)  # anything else raised is a bug: exit 1, no retry
 
 
 class JobFailed(Exception):
@@ -72,16 +77,20 @@ def run_job(
     run: Callable[[SparkSession, argparse.Namespace], dict],
 ) -> dict | None:
     """`run(spark, args)` in the given session, or in its own one that it stops after;
-    None (with the reason logged) when the run failed."""
+    None (with the reason logged) when the run failed. An I/O or Spark error exits with
+    EXIT_TRANSIENT, so that Airflow retries it."""
+    log = logging.getLogger(f"wirelake.{name}")
     own_session = spark is None
-    spark = spark or spark_session(f"wirelake-{name}-{args.source}-{args.date}")
     try:
-        return run(spark, args)
+        spark = spark or spark_session(f"wirelake-{name}-{args.source}-{args.date}")
+        try:
+            return run(spark, args)
+        finally:
+            if own_session:
+                spark.stop()
     except JobFailed as exc:
-        logging.getLogger(f"wirelake.{name}").error(
-            "%s %s dt=%s failed: %s", name, args.source, args.date, exc
-        )
+        log.error("%s %s dt=%s failed: %s", name, args.source, args.date, exc)
         return None
-    finally:
-        if own_session:
-            spark.stop()
+    except TRANSIENT_ERRORS as exc:
+        log.exception("%s %s dt=%s failed (may pass on retry)", name, args.source, args.date)
+        raise SystemExit(EXIT_TRANSIENT) from exc

@@ -15,6 +15,10 @@ DAGS = ROOT / "dags"
 sys.path.insert(0, str(DAGS))
 
 import dag_factory  # noqa: E402  (lives in the DAG folder, as Airflow imports it)
+import wirelake_alerts  # noqa: E402
+import wirelake_tasks  # noqa: E402
+from airflow.sdk import CronDataIntervalTimetable  # noqa: E402
+from airflow.timetables.base import TimeRestriction  # noqa: E402
 
 FORBIDDEN_IN_DAGS = {"pyspark", "wirecodecs", "great_expectations"}
 
@@ -42,10 +46,69 @@ def test_every_dag_is_operable(dagbag):
         assert dag.tags and "wirelake" in dag.tags, dag_id
         assert dag.doc_md, dag_id
         assert dag.catchup is True, dag_id  # backfills of missed days
+        assert isinstance(dag.timetable, CronDataIntervalTimetable), dag_id
         for task in dag.tasks:
             assert task.owner and task.owner != "airflow", (dag_id, task.task_id)
             assert task.retries >= 1, (dag_id, task.task_id)
             assert task.execution_timeout is not None, (dag_id, task.task_id)
+            callbacks = task.on_failure_callback
+            assert any(isinstance(c, wirelake_alerts.AlertLogNotifier) for c in callbacks)
+            if task.task_id != "wait_for_landing":
+                assert task.pool == "wirelake_spark", (dag_id, task.task_id)
+                assert isinstance(task, wirelake_tasks.SparkJobOperator), (dag_id, task.task_id)
+
+
+def test_run_for_day_d_starts_when_d_has_ended(dagbag):
+    """Data intervals: the first run covers the start date and may start a day later."""
+    from airflow.serialization.encoders import coerce_to_core_timetable
+
+    timetable = coerce_to_core_timetable(dagbag.dags["wirelake_kafka"].timetable)
+    start = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    first = timetable.next_dagrun_info(
+        last_automated_data_interval=None, restriction=TimeRestriction(start, None, True)
+    )
+    assert first.logical_date == start
+    assert first.data_interval.end == dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+    assert first.run_after == dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+
+
+def test_tables_are_declared_as_assets(dagbag):
+    kafka = dagbag.dags["wirelake_kafka"]
+    assert [a.uri for a in kafka.get_task("decode").outlets] == ["wirelake://kafka/kafka"]
+    assert [a.uri for a in kafka.get_task("validate").outlets] == [
+        "wirelake://kafka/kafka/validated"
+    ]
+    cernan = dagbag.dags["wirelake_cernan"]
+    assert [a.uri for a in cernan.get_task("decode").outlets] == [
+        "wirelake://cernan/cernan",
+        "wirelake://cernan/cernan_packets",
+    ]
+    assert [a.uri for a in cernan.get_task("validate_cernan_packets").outlets] == [
+        "wirelake://cernan/cernan_packets/validated"
+    ]
+
+
+def test_permanent_exit_codes_are_the_jobs_own():
+    from jobs import cli
+
+    assert set(wirelake_tasks.PERMANENT_EXIT_CODES) == set(cli.PERMANENT_EXIT_CODES)
+    assert cli.EXIT_TRANSIENT not in wirelake_tasks.PERMANENT_EXIT_CODES
+
+
+def test_exit_code_as_the_spark_submit_hook_states_it():
+    # SparkSubmitHook.submit: f"Cannot execute: {cmd}. Error code is: {returncode}."
+    error = RuntimeError("Cannot execute: spark-submit --master local[2] x.py. Error code is: 2.")
+    assert wirelake_tasks.exit_code(error) == 2
+    assert wirelake_tasks.exit_code(RuntimeError("Cannot execute: x. Error code is: -9.")) == -9
+    assert wirelake_tasks.exit_code(RuntimeError("No driver id is known")) is None
+
+
+def test_pool_command_sizes_the_pool_from_the_config():
+    config = dag_factory.load_config(DAGS / "sources.yaml")
+    command = dag_factory.pool_command(config)
+    assert command[:5] == ["airflow", "pools", "set", "wirelake_spark", "1"]
+    config["defaults"]["spark"]["pool_slots"] = 3
+    assert dag_factory.pool_command(config)[4] == "3"
 
 
 def test_dag_files_import_no_heavy_packages():
@@ -132,9 +195,9 @@ def test_cluster_master_comes_from_the_connection_only(dagbag, monkeypatch):
 
 
 def test_landing_check_sees_the_marker(tmp_path):
-    assert not dag_factory.landing_complete(str(tmp_path), "_SUCCESS")
+    assert not wirelake_tasks.landing_complete(str(tmp_path), "_SUCCESS")
     (tmp_path / "_SUCCESS").touch()
-    assert dag_factory.landing_complete(str(tmp_path), "_SUCCESS")
+    assert wirelake_tasks.landing_complete(str(tmp_path), "_SUCCESS")
 
 
 @pytest.mark.parametrize(
@@ -148,13 +211,18 @@ def test_landing_check_sees_the_marker(tmp_path):
         ({"validate": []}, "suite"),
         ({"validate": [{"suite": "kafka"}, {"suite": "kafka"}]}, "twice"),
         ({"envelopes": "kafka"}, "unknown key"),
+        ({"alerts": [{"type": "pager"}]}, "unknown notifier type 'pager'"),
+        ({"alerts": [{"type": "email"}]}, "alerts"),
     ],
 )
 def test_bad_config_is_rejected_with_a_clear_message(tmp_path, patch, message):
     import yaml
 
     config = yaml.safe_load((DAGS / "sources.yaml").read_text())
-    config["sources"]["kafka"].update(patch)
+    if "alerts" in patch:
+        config.update(patch)
+    else:
+        config["sources"]["kafka"].update(patch)
     path = tmp_path / "sources.yaml"
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(dag_factory.ConfigError, match=message):
@@ -182,3 +250,52 @@ def test_several_suites_and_data_root_options(tmp_path, monkeypatch_module):
     assert "keys_file=/lake/secrets/keys.json" in decode.application_args
     assert "names=/lake" in dag.get_task("validate_other").application_args
     assert "crc_error_budget=0.5" in dag.get_task("validate_kafka").application_args
+
+
+def _sensor(landing) -> wirelake_tasks.LandingSensor:
+    return wirelake_tasks.LandingSensor(
+        task_id="wait", landing=str(landing), marker="_SUCCESS", lateness_hours=2, timeout_hours=12
+    )
+
+
+def test_landing_window_closes_after_day_end_lateness_and_timeout():
+    assert wirelake_tasks.landing_deadline("2026-11-20", 2, 12) == dt.datetime(
+        2026, 11, 21, 14, tzinfo=dt.UTC
+    )
+
+
+def test_past_day_without_marker_is_skipped_as_no_landing(tmp_path):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    with pytest.raises(AirflowSkipException) as skipped:
+        _sensor(tmp_path).poke({"ds": "2020-01-02"})
+    assert str(skipped.value) == (
+        f"no landing at {tmp_path} (marker _SUCCESS): its window closed at 2020-01-03 14:00 UTC"
+    )
+    (tmp_path / "_SUCCESS").touch()  # a late landing of a past day is still processed
+    assert _sensor(tmp_path).poke({"ds": "2020-01-02"}) is True
+
+
+def test_open_window_keeps_waiting_and_names_what_it_waits_for(tmp_path, capsys):
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    assert _sensor(tmp_path).poke({"ds": today}) is False
+    assert f"waiting for marker _SUCCESS in {tmp_path}" in capsys.readouterr().out  # structlog
+
+
+def test_alert_reason_is_the_jobs_own_failure_record():
+    # SparkSubmitHook's message with spark-submit's log tail; the job logs its failure as
+    # "%(asctime)s %(levelname)s %(name)s: decode SRC dt=D failed: REASON" (jobs/cli.py)
+    error = RuntimeError(
+        "Cannot execute: spark-submit --master local[2] decode.py. Error code is: 1.\n"
+        "Last spark-submit output:\n"
+        "2026-11-21 00:05:01,002 INFO wirelake.decode: planned 4 units\n"
+        "2026-11-21 00:05:09,120 ERROR wirelake.decode: decode kafka dt=2026-11-20 failed: "
+        "bad frames 1/383 = 0.26% over max_error_rate 0%\n"
+        "  first bad: orders-0/0.log@5120 corrupt_length: length 9999 over the file\n"
+        "2026-11-21 00:05:09,500 INFO SparkContext: Successfully stopped SparkContext"
+    )
+    assert wirelake_alerts.job_reason(error) == (
+        "decode kafka dt=2026-11-20 failed: bad frames 1/383 = 0.26% over max_error_rate 0%\n"
+        "  first bad: orders-0/0.log@5120 corrupt_length: length 9999 over the file"
+    )
+    assert wirelake_alerts.job_reason(ValueError("no such file\nmore")) == "no such file"

@@ -1,0 +1,90 @@
+"""The two task kinds of a wirelake DAG: the landing check and a spark-submit of a job.
+
+Imported by the DAG files, so it stays free of pyspark, wirecodecs and Great Expectations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseSensorOperator, ObjectStoragePath
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+# Exit codes of the jobs (jobs/cli.py, which the DAGs may not import: it loads pyspark) that
+# no retry can change; any other failure (75 = a transient error, a killed JVM) is retried.
+PERMANENT_EXIT_CODES = {
+    1: "the run's checks failed (a gate, the accounting, a critical expectation)",
+    2: "bad arguments or options",
+}
+_EXIT_CODE = re.compile(r"Error code is: (-?\d+)")
+
+
+def landing_complete(landing: str, marker: str) -> bool:
+    """True once the day's landing folder holds its completion marker (any filesystem)."""
+    return (ObjectStoragePath(landing) / marker).exists()
+
+
+def landing_deadline(ds: str, lateness_hours: float, timeout_hours: float) -> dt.datetime:
+    """When the landing window of day `ds` closes: the day's end (next 00:00 UTC), plus the
+    lateness allowed to producers, plus how long the check keeps waiting after that."""
+    day_end = dt.datetime.combine(dt.date.fromisoformat(ds), dt.time(), dt.UTC) + dt.timedelta(1)
+    return day_end + dt.timedelta(hours=lateness_hours + timeout_hours)
+
+
+class LandingSensor(BaseSensorOperator):
+    """Waits for the day's marker; a day whose landing window is over and that has no marker
+    is skipped at once ("no landing at PATH (marker M)"), with its downstream tasks, so that
+    catchup over days that never landed holds no run slot."""
+
+    template_fields = ("landing",)
+
+    def __init__(
+        self, *, landing: str, marker: str, lateness_hours: float, timeout_hours: float, **kwargs
+    ) -> None:
+        super().__init__(**kwargs)
+        self.landing = landing
+        self.marker = marker
+        self.lateness_hours = lateness_hours
+        self.timeout_hours = timeout_hours
+
+    def poke(self, context: Any) -> bool:
+        deadline = landing_deadline(context["ds"], self.lateness_hours, self.timeout_hours)
+        if landing_complete(self.landing, self.marker):
+            self.log.info("landing complete: marker %s found in %s", self.marker, self.landing)
+            return True
+        if dt.datetime.now(dt.UTC) >= deadline:
+            raise AirflowSkipException(
+                f"no landing at {self.landing} (marker {self.marker}): "
+                f"its window closed at {deadline:%Y-%m-%d %H:%M} UTC"
+            )
+        self.log.info(
+            "waiting for marker %s in %s (no landing declared after %s UTC)",
+            self.marker,
+            self.landing,
+            f"{deadline:%Y-%m-%d %H:%M}",
+        )
+        return False
+
+
+def exit_code(error: BaseException) -> int | None:
+    """spark-submit's exit status as SparkSubmitHook states it ("Error code is: N")."""
+    found = _EXIT_CODE.search(str(error))
+    return int(found.group(1)) if found else None
+
+
+class SparkJobOperator(SparkSubmitOperator):
+    """spark-submit of a wirelake job; a permanent exit code fails the task without retries."""
+
+    def execute(self, context: Any) -> None:
+        try:
+            super().execute(context)
+        except Exception as error:
+            code = exit_code(error)
+            if code in PERMANENT_EXIT_CODES:
+                raise AirflowFailException(
+                    f"exit code {code}: {PERMANENT_EXIT_CODES[code]}; not retried. {error}"
+                ) from error
+            raise

@@ -18,10 +18,11 @@ from typing import Any
 from airflow.sdk import BaseHook, BaseNotifier
 
 # What a job logs when it fails (jobs/cli.py run_job, validate's critical expectations):
-# the record goes on in indented lines.
+# the record goes on until the next log record (SparkSubmitHook strips the indentation).
 _JOB_FAILURE = re.compile(
     r"^.*?((?:decode|validate) \S+ dt=\S+ failed.*|critical expectation\(s\) failed.*)$", re.M
 )
+_NEW_RECORD = re.compile(r"\d\d(\d\d)?[-/]\d\d[-/]\d\d[ T]\d\d:\d\d")  # Python's or Spark's
 _SPARK_TAIL = "Last spark-submit output:"
 
 
@@ -34,7 +35,7 @@ def job_reason(error: BaseException | str | None) -> str:
         return text.split(_SPARK_TAIL)[0].strip().splitlines()[0] if text.strip() else text
     lines = [found.group(1)]
     for line in text[found.end() :].splitlines()[1:]:
-        if not line.startswith((" ", "\t")):
+        if not line.strip() or _NEW_RECORD.match(line):
             break
         lines.append(line.rstrip())
     return "\n".join(lines)

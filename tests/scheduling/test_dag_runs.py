@@ -1,0 +1,241 @@
+"""Scheduling behaviour through real `airflow dags test` runs (SQLite in a temporary
+AIRFLOW_HOME, real spark-submit): a past day without landing ends at once as "no landing",
+a gate failure fails its task once without retries and alerts through the alert log, a
+local SMTP server and a local HTTP receiver, and a good day's decode triggers a DAG
+scheduled on the table's Asset.
+
+The DAG folder is the project's (symlinked) plus one consumer DAG; the sources config is a
+temporary one passed through $WIRELAKE_CONFIG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import email
+import json
+import os
+import sqlite3
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wirecodecs import samples
+
+pytestmark = pytest.mark.e2e  # real Airflow runs, two of them with Spark: a few minutes
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = "2026-11-20"
+PAST = "2020-01-02"  # a day long past, never landed
+CONSUMER = """
+from airflow.sdk import DAG, Asset
+from airflow.providers.standard.operators.empty import EmptyOperator
+
+with DAG(dag_id="kafka_table_consumer", schedule=[Asset(name="wirelake_kafka",
+         uri="wirelake://kafka/kafka")]):
+    EmptyOperator(task_id="report")
+"""
+
+
+class SmtpReceiver:
+    """A minimal SMTP server on loopback (EHLO, MAIL, RCPT, DATA, QUIT): keeps each mail."""
+
+    def __init__(self) -> None:
+        self.messages: list[email.message.Message] = []
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self._session, "127.0.0.1", 0)
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def _session(self, reader, writer) -> None:
+        writer.write(b"220 localhost test SMTP\r\n")
+        while line := await reader.readline():
+            verb = line[:4].upper()
+            if verb == b"DATA":
+                writer.write(b"354 end with <CRLF>.<CRLF>\r\n")
+                await writer.drain()
+                data = await reader.readuntil(b"\r\n.\r\n")
+                self.messages.append(email.message_from_bytes(data[:-5]))
+                writer.write(b"250 queued\r\n")
+            elif verb == b"QUIT":
+                writer.write(b"221 bye\r\n")
+                await writer.drain()
+                break
+            else:  # EHLO/HELO, MAIL, RCPT, RSET, NOOP
+                writer.write(b"250 ok\r\n")
+            await writer.drain()
+        writer.close()
+
+    def stop(self) -> None:
+        self.server.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class HttpReceiver:
+    """An HTTP server on loopback that keeps every POSTed JSON body."""
+
+    def __init__(self) -> None:
+        bodies = self.bodies = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def receivers():
+    smtp, http = SmtpReceiver(), HttpReceiver()
+    yield smtp, http
+    smtp.stop()
+    http.stop()
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory, receivers):
+    """Environment of a project Airflow with a temporary config and DB; returns a runner."""
+    smtp, http = receivers
+    root = tmp_path_factory.mktemp("scheduling")
+    dags = root / "dags"
+    dags.mkdir()
+    for path in (ROOT / "dags").glob("*.py"):
+        (dags / path.name).symlink_to(path)
+    (dags / "consumer.py").write_text(CONSUMER)
+    config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
+    kafka = config["sources"]["kafka"]
+    strict = json.loads(json.dumps(kafka))
+    strict["decode"]["max_error_rate"] = 0  # the sample's undecodable frame fails the gate
+    config["sources"] = {"kafka": kafka, "kafka_strict": strict}
+    config["defaults"].update(retries=2, retry_delay_minutes=0, start_date="2020-01-01")
+    config["alerts"] = [
+        {"type": "log"},
+        {"type": "email", "to": ["oncall@example.com"], "conn_id": "smtp_test"},
+        {"type": "webhook", "url_env": "TEST_WEBHOOK_URL"},
+    ]
+    (root / "sources.yaml").write_text(yaml.safe_dump(config))
+    data = root / "data"
+    for source in ("kafka", "kafka_strict"):
+        samples.write_sample_day("kafka", data / "landing" / source / f"dt={DAY}", DAY, seed=7)
+    smtp_conn = {
+        "conn_type": "smtp",
+        "host": "127.0.0.1",
+        "port": smtp.port,
+        "extra": {"from_email": "wirelake@example.com", "disable_ssl": True, "disable_tls": True},
+    }
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",  # a paused DAG queues nothing
+        "WIRELAKE_CONFIG": str(root / "sources.yaml"),
+        "WIRELAKE_DATA": str(data),
+        "AIRFLOW_CONN_SMTP_TEST": json.dumps(smtp_conn),
+        "TEST_WEBHOOK_URL": http.url,
+    }
+    env.pop("WIRELAKE_RETRIES", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["airflow", *args], env=env, capture_output=True, text=True, timeout=900
+        )
+
+    migrated = run("db", "migrate")
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    run.db = root / "airflow" / "airflow.db"
+    run.data = data
+    return run
+
+
+def task_states(db: Path, dag_id: str, day: str) -> dict[str, tuple[str, int]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT ti.task_id, ti.state, ti.try_number FROM task_instance ti"
+            " JOIN dag_run dr ON dr.run_id = ti.run_id AND dr.dag_id = ti.dag_id"
+            " WHERE ti.dag_id = ? AND date(dr.logical_date) = ?",
+            (dag_id, day),
+        ).fetchall()
+    return {task: (state, tries) for task, state, tries in rows}
+
+
+def test_past_day_without_landing_ends_at_once_as_no_landing(airflow):
+    started = dt.datetime.now()
+    result = airflow("dags", "test", "wirelake_kafka", PAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (dt.datetime.now() - started).total_seconds() < 300  # not a 14-hour wait
+    states = task_states(airflow.db, "wirelake_kafka", PAST)
+    assert states == {
+        "wait_for_landing": ("skipped", 1),
+        "decode": ("skipped", 0),
+        "validate": ("skipped", 0),
+    }
+    landing = airflow.data / "landing" / "kafka" / f"dt={PAST}"
+    assert f"no landing at {landing} (marker _SUCCESS)" in result.stdout + result.stderr
+
+
+def test_gate_failure_fails_once_and_alerts_everywhere(airflow, receivers):
+    smtp, http = receivers
+    result = airflow("dags", "test", "wirelake_kafka_strict", DAY)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    states = task_states(airflow.db, "wirelake_kafka_strict", DAY)
+    assert states["decode"] == ("failed", 1), output[-3000:]  # retries: 2, none taken
+    assert "exit code 1" in output
+    # the alert log (default notifier) under the reports folder
+    lines = (airflow.data / "reports" / "_alerts" / "alerts.jsonl").read_text().splitlines()
+    alerts = [json.loads(line) for line in lines]
+    assert [(a["source"], a["day"], a["task_id"]) for a in alerts] == [
+        ("kafka_strict", DAY, "decode")
+    ]
+    reason = alerts[0]["reason"]
+    assert reason.startswith(f"decode kafka_strict dt={DAY} failed: ")
+    assert "@" in reason  # the first bad frames as file@offset kind
+    # the mail and the webhook carry the same facts
+    assert len(smtp.messages) == 1
+    mail = smtp.messages[0]
+    assert mail["To"] == "oncall@example.com"
+    assert f"kafka_strict {DAY} task decode failed" in mail["Subject"]
+    body = mail.get_payload(0).get_payload(decode=True).decode()
+    assert reason.splitlines()[0].replace("<", "&lt;").replace(">", "&gt;") in body
+    assert len(http.bodies) == 1
+    assert set(http.bodies[0]) == {"text"}
+    assert f"kafka_strict {DAY} task decode failed" in http.bodies[0]["text"]
+    assert reason in http.bodies[0]["text"]
+
+
+def test_decoded_table_triggers_a_dag_scheduled_on_its_asset(airflow):
+    result = airflow("dags", "test", "wirelake_kafka", DAY)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    with sqlite3.connect(airflow.db) as connection:
+        events = connection.execute(
+            "SELECT a.uri FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+        ).fetchall()
+        queued = connection.execute(
+            "SELECT q.target_dag_id, a.uri FROM asset_dag_run_queue q"
+            " JOIN asset a ON a.id = q.asset_id"
+        ).fetchall()
+    assert ("wirelake://kafka/kafka",) in events
+    assert ("wirelake://kafka/kafka/validated",) in events
+    # the scheduler turns this queue entry into a run of the consumer
+    assert queued == [("kafka_table_consumer", "wirelake://kafka/kafka")]

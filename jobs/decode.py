@@ -3,13 +3,20 @@
     spark-submit jobs/decode.py --source kafka --envelope kafka --payload raw \\
         --date 2024-03-01 --landing data/landing/kafka/dt=2024-03-01 --warehouse data/warehouse \\
         --reports data/reports [--error-policy fail|quarantine|skip] [--max-error-rate 0.01] \\
-        [--max-bad-byte-rate 0.01] [--option KEY=VALUE ...]
+        [--max-bad-byte-rate 0.01] [--split-bytes 134217728] [--option KEY=VALUE ...]
 
-Extract: the driver lists the landing folder with pyarrow.fs and groups whole files into
-partitions balanced by size. Executors stream every file once through its wirecodecs
+Extract: the driver lists the landing folder with pyarrow.fs and plans work units: whole
+files, or, for a file above `--split-bytes` whose format can find a frame from any offset
+(`WireFormat.split`, run by executors, which also check companion files such as Kafka's
+offset indexes), byte ranges of about that size that start at frames. Units are grouped
+into partitions balanced by size. Executors stream every unit once through its wirecodecs
 decoder and write the rows, companion tables and quarantined frames straight to Parquet in
-hidden staging folders of each table (`jobs.parts`); only each file's accounting comes back.
-Transform: the driver checks that the accounting balances and applies the gates. Save: the
+hidden staging folders of each table (`jobs.parts`); only each unit's accounting comes
+back. A split file whose ranges do not fit together (a range before the last that does not
+end cleanly: a split point that was not really a frame start) has its range parts deleted
+and is decoded again whole, so correctness never rests on the split points; a file's
+ranges then add up to its accounting. Transform: the driver checks that every file was
+decoded once and that its accounting balances, and applies the gates. Save: the
 staged partitions replace partition D of <warehouse>/<source>, its companion tables and
 <warehouse>/_quarantine/<source> (one rename each where the filesystem has them; other
 days are never touched), then the run manifest
@@ -39,6 +46,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
+from typing import TypeVar
 
 from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
@@ -55,7 +63,15 @@ from jobs.cli import (
     scalar,
     setup_logging,
 )
-from jobs.parts import QUARANTINE, SHOWN_BAD_FRAMES, Unit, Work, decode_units
+from jobs.parts import (
+    QUARANTINE,
+    SHOWN_BAD_FRAMES,
+    Unit,
+    Work,
+    decode_units,
+    find_splits,
+    part_name,
+)
 from wirecodecs import FileAccounting, WireFormat
 from wirecodecs.registry import resolve_options
 
@@ -64,6 +80,7 @@ log = logging.getLogger("wirelake.decode")
 POLICIES = ("fail", "quarantine", "skip")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" is reserved
 TARGET_PARTITION_BYTES = 128 << 20
+SPLIT_BYTES = 128 << 20  # files above this are cut into ranges of about this size
 COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
 COUNTS += ["rows", "quarantine_items"]
 
@@ -131,7 +148,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="decoder option (repeatable)",
     )
     parser.add_argument(
-        "--partitions", type=positive_int, help="work units (default: from cores and bytes)"
+        "--partitions", type=positive_int, help="Spark partitions (default: from cores and bytes)"
+    )
+    parser.add_argument(
+        "--split-bytes",
+        type=positive_int,
+        default=SPLIT_BYTES,
+        help="files above this size are decoded as ranges of about this size where the "
+        "format can find frames from any offset (kafka by its index, heka, cernan)",
     )
     args = parser.parse_args(argv)
     if not SOURCE_NAME.fullmatch(args.source):
@@ -182,37 +206,78 @@ def list_landing(landing: str, fmt: WireFormat) -> Listing:
     return Listing(filesystem, files, ignored)
 
 
-def group_by_size(files: list[DataFile], groups: int) -> list[list[DataFile]]:
-    """Whole files in at most `groups` groups of similar total size, largest file first
-    into the lightest group (python_moztelemetry's `_group_by_size_greedy`)."""
-    count = min(groups, len(files))
+Sized = TypeVar("Sized", DataFile, Unit)
+
+
+def group_by_size(items: list[Sized], groups: int) -> list[list[Sized]]:
+    """Files or units in at most `groups` groups of similar total size, largest first into
+    the lightest group (python_moztelemetry's `_group_by_size_greedy`)."""
+    count = min(groups, len(items))
     heap = [(0, index) for index in range(count)]
-    grouped: list[list[DataFile]] = [[] for _ in range(count)]
-    for file in sorted(files, key=lambda file: (-file.size, file.uri)):
+    grouped: list[list[Sized]] = [[] for _ in range(count)]
+    for item in sorted(items, key=lambda item: (-item.size, item.uri)):
         total, index = heapq.heappop(heap)
-        grouped[index].append(file)
-        heapq.heappush(heap, (total + file.size, index))
-    return [sorted(group, key=lambda file: file.uri) for group in grouped]
+        grouped[index].append(item)
+        heapq.heappush(heap, (total + item.size, index))
+    return [sorted(group, key=lambda item: item.uri) for group in grouped]
 
 
-def default_partitions(spark: SparkSession, files: list[DataFile]) -> int:
+def default_partitions(spark: SparkSession, items: list[DataFile] | list[Unit]) -> int:
     """Enough partitions to keep every core busy and each one near TARGET_PARTITION_BYTES."""
-    total = sum(file.size for file in files)
+    total = sum(item.size for item in items)
     return max(2 * spark.sparkContext.defaultParallelism, -(-total // TARGET_PARTITION_BYTES))
 
 
-def plan_units(groups: list[list[DataFile]]) -> list[list[Unit]]:
-    """The groups as work units, numbered in file order (the numbers name the part files,
-    so a rerun writes the same names)."""
-    numbers = {uri: n for n, uri in enumerate(sorted(f.uri for group in groups for f in group))}
-    return [[Unit(numbers[f.uri], f.uri, f.path, f.size) for f in group] for group in groups]
+def boundaries(size: int, split_bytes: int) -> list[int]:
+    """Where a file of `size` bytes would be cut into equal ranges of at most
+    `split_bytes` (none when it is not larger)."""
+    ranges = -(-size // split_bytes)
+    return [size * k // ranges for k in range(1, ranges)]
+
+
+def find_split_points(
+    spark: SparkSession,
+    files: list[DataFile],
+    fmt: WireFormat,
+    work: Work,
+    split_bytes: int,
+    partitions: int,
+) -> dict[str, dict]:
+    """uri -> where the file may be cut ("points": [(offset, shifts)]) and what the format
+    checked ("checks"), found by executors (they read the files); {} for a format that
+    decodes files whole."""
+    if fmt.split is None or not files:
+        return {}
+    groups = [
+        [(file.uri, file.path, file.size, boundaries(file.size, split_bytes)) for file in group]
+        for group in group_by_size(files, partitions)
+    ]
+    found = (
+        spark.sparkContext.parallelize(groups, len(groups))
+        .mapPartitions(lambda groups: find_splits((f for g in groups for f in g), work))
+        .collect()
+    )
+    return {entry["uri"]: entry for entry in found}
+
+
+def plan_units(files: list[DataFile], splits: Mapping[str, dict]) -> list[Unit]:
+    """Every file as work units: whole, or one per range between its split points; numbered
+    in file order (the numbers name the part files, so a rerun writes the same names)."""
+    units: list[Unit] = []
+    for file in sorted(files, key=lambda file: file.uri):
+        starts = [(0, {}), *splits.get(file.uri, {}).get("points", [])]
+        ends = [offset for offset, _ in starts[1:]]
+        for (start, shifts), end in zip(starts, [*ends, None], strict=True):
+            size = (file.size if end is None else end) - start
+            units.append(Unit(len(units), file.uri, file.path, size, start, end is None, shifts))
+    return units
 
 
 def decode_units_on_executors(
     spark: SparkSession, units: list[list[Unit]], work: Work
 ) -> list[dict]:
     """Every unit decoded once and written to staging by an executor, one Spark partition
-    per group; the units' reports (accounting, first bad frames), in file order."""
+    per group; the units' reports (accounting, first bad frames), in unit order."""
     if not units:
         return []
     reports = (
@@ -220,7 +285,102 @@ def decode_units_on_executors(
         .mapPartitions(lambda groups: decode_units((u for g in groups for u in g), work))
         .collect()
     )
-    return sorted(reports, key=lambda report: report["accounting"]["source"])
+    return sorted(reports, key=lambda report: report["unit"])
+
+
+def split_failure(ranges: list[Unit], accounts: list[dict]) -> str | None:
+    """Why a file's ranges, decoded apart, may not read as its whole decode (None: they
+    do). Every range but the last must end with `eof`: one that ends with a truncated
+    tail or a quarantined rest was cut inside a frame, at a split point that was no frame
+    start of the whole file's walk. The last range may end otherwise, like the file, but
+    only after a good frame: a decoder may tell a cut tail from garbage by the last good
+    frame before it (Kafka's offsets), which a range without one does not have."""
+    for number, (unit, account) in enumerate(zip(ranges[:-1], accounts, strict=False), 1):
+        if account["stop_reason"] != "eof":
+            return (
+                f"range {number} of {len(ranges)} (bytes {unit.start}-{unit.start + unit.size}) "
+                f"ended with {account['stop_reason']}"
+            )
+    last = accounts[-1]
+    if last["stop_reason"] != "eof" and not last["frames_good"]:
+        return (
+            f"the last range (from byte {ranges[-1].start}) ended with {last['stop_reason']} "
+            "without a good frame"
+        )
+    return None
+
+
+def combined(reports: list[dict]) -> dict:
+    """A file's units' reports (its ranges, in file order) as the report of the file."""
+    accounting = dict(reports[0]["accounting"])
+    for report in reports[1:]:
+        other = report["accounting"]
+        for key in COUNTS:
+            accounting[key] += other[key]
+        accounting["table_rows"] = {
+            table: rows + other["table_rows"][table]
+            for table, rows in accounting["table_rows"].items()
+        }
+    accounting["stop_reason"] = reports[-1]["accounting"]["stop_reason"]
+    first_bad = [bad for report in reports for bad in report["first_bad"]]
+    return {"accounting": accounting, "first_bad": first_bad[:SHOWN_BAD_FRAMES]}
+
+
+def remove_parts(staging: Mapping[str | None, str], units: Iterable[Unit]) -> None:
+    """The staged parts of `units`, from every table."""
+    for folder in staging.values():
+        for unit in units:
+            storage.remove_file(layout.join(folder, part_name(unit.index)))
+
+
+def decode_files(
+    spark: SparkSession,
+    files: list[DataFile],
+    splits: Mapping[str, dict],
+    work: Work,
+    partitions: int,
+) -> tuple[list[dict], dict]:
+    """Every file decoded once into staging, whole or in ranges (a file whose ranges do not
+    fit together decoded again whole, see `split_failure`): one report per file, in file
+    order, its accounting with the `ranges` it was decoded in and why it was decoded whole
+    again (`split_fallback`), and the figures of the run (units, partitions)."""
+    units = plan_units(files, splits)
+    groups = group_by_size(units, partitions)
+    log.info("decoding %d unit(s) in %d partition(s)", len(units), len(groups))
+    reports = {report["unit"]: report for report in decode_units_on_executors(spark, groups, work)}
+    by_file: dict[str, list[Unit]] = collections.defaultdict(list)
+    for unit in units:
+        by_file[unit.uri].append(unit)
+    failures = {}
+    for uri, ranges in by_file.items():
+        accounts = [reports[unit.index]["accounting"] for unit in ranges]
+        if len(ranges) > 1 and (reason := split_failure(ranges, accounts)) is not None:
+            failures[uri] = reason
+    again = []
+    for uri, reason in failures.items():
+        log.warning("%s: decoded whole again: %s", uri, reason)
+        ranges = by_file[uri]
+        remove_parts(work.staging, ranges)
+        again.append(Unit(ranges[0].index, uri, ranges[0].path, sum(u.size for u in ranges)))
+    redone = {
+        report["accounting"]["source"]: report
+        for report in decode_units_on_executors(spark, group_by_size(again, len(groups)), work)
+    }
+    files_reports = []
+    for uri, ranges in sorted(by_file.items()):
+        whole = uri in redone
+        report = redone[uri] if whole else combined([reports[unit.index] for unit in ranges])
+        report["accounting"]["ranges"] = 1 if whole else len(ranges)
+        report["accounting"]["split_fallback"] = failures.get(uri)
+        report["accounting"].update(splits.get(uri, {}).get("checks", {}))
+        files_reports.append(report)
+    figures = {
+        "units": len(units) + len(again),
+        "partitions": len(groups),
+        "split_files": sum(len(ranges) > 1 for ranges in by_file.values()),
+        "split_fallback_files": len(again),
+    }
+    return files_reports, figures
 
 
 # --- transform ----------------------------------------------------------------------
@@ -364,6 +524,7 @@ def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, r
         "error_policy": args.error_policy,
         "max_error_rate": args.max_error_rate,
         "max_bad_byte_rate": args.max_bad_byte_rate,
+        "split_bytes": args.split_bytes,
         "options": args.options,
         "outputs": {
             "rows": layout.partition_dir(args.warehouse, args.source, args.date),
@@ -393,16 +554,13 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     fmt = wirecodecs.get(args.format)
     manifest_path = layout.manifest_path(args.warehouse, args.source, args.date)
     listing = list_landing(args.landing, fmt)
-    groups = group_by_size(
-        listing.files, args.partitions or default_partitions(spark, listing.files)
-    )
+    partitions = args.partitions or default_partitions(spark, listing.files)
     if not listing.files:
         log.warning("no %s data files under %s: the day is written empty", fmt.name, args.landing)
     log.info(
-        "planned %d file(s), %d bytes, in %d partition(s); %d file(s) ignored",
+        "planned %d file(s), %d bytes; %d file(s) ignored",
         len(listing.files),
         sum(file.size for file in listing.files),
-        len(groups),
         len(listing.ignored),
     )
     withdraw_validation(args.reports, args.source, fmt.tables, args.date)
@@ -417,7 +575,12 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     }
     work = Work(args.envelope, args.payload, args.options, listing.filesystem, staging)
     try:
-        reports = decode_units_on_executors(spark, plan_units(groups), work)
+        splits = find_split_points(spark, listing.files, fmt, work, args.split_bytes, partitions)
+        for uri, found in splits.items():
+            for name, check in found["checks"].items():
+                if check.get("mismatches"):
+                    log.warning("%s: %s found %d mismatch(es)", uri, name, check["mismatches"])
+        reports, figures = decode_files(spark, listing.files, splits, work, partitions)
         accounts = [report["accounting"] for report in reports]
         check_accounting(accounts, listing.files)
         totals = summarise(accounts, fmt.tables)
@@ -443,7 +606,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         "started_at": started_at.isoformat(),
         "elapsed_seconds": round(time.monotonic() - started, 3),
         "spark_application_id": spark.sparkContext.applicationId,
-        "partitions": len(groups),
+        **figures,
     }
     manifest = build_manifest(args, accounts, totals, listing, run_info)
     storage.write_json(manifest_path, manifest)

@@ -1,9 +1,14 @@
-"""What executors run: decode work units and write their rows straight to Parquet parts.
+"""What executors run: find where large files may be cut, decode work units and write
+their rows straight to Parquet parts.
 
-A work unit is decoded once, as a stream: the decoder's row batches go into one pyarrow
-ParquetWriter per table in the run's staging folders (never through Spark rows, which cost
-several times the decode), its quarantined frames into the quarantine table's, and the
-unit's accounting travels back to the driver as one small dict. The driver then checks the
+A work unit is a whole file, or a byte range of one that starts at a frame (the format's
+`WireFormat.split` found it, `find_splits`). It is decoded once, as a stream (a range as a
+stream of its own bytes, through the same decoder): the decoder's row batches go into one
+pyarrow ParquetWriter per table in the run's staging folders (never through Spark rows,
+which cost several times the decode), its quarantined frames into the quarantine table's,
+and the unit's accounting travels back to the driver as one small dict. A range's rows and
+quarantined frames have their file offsets (and the format's file-wide counts) moved by
+where the range starts, so that they read as the whole file's. The driver then checks the
 accounting and the gates and either moves the staged partitions into place or deletes
 them (`jobs.decode`). Executors import this module, not the job script, so it holds no
 driver state.
@@ -12,9 +17,13 @@ driver state.
 from __future__ import annotations
 
 import dataclasses
+import io
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
+from typing import BinaryIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
@@ -24,6 +33,7 @@ from wirecodecs import FileAccounting, Quarantined, WireFormat
 from wirecodecs.registry import TableRows
 
 STREAM_BUFFER_BYTES = 1 << 20  # read-ahead of remote streams; the decoder bounds the rest
+SPLIT_READ_BYTES = 64 << 10  # what a split finder's small reads are served from
 QUARANTINE_FLUSH = 4096  # quarantined frames buffered per Parquet write
 SHOWN_BAD_FRAMES = 5  # bad frames a unit reports to the driver for a failure message
 QUARANTINE = "_quarantine"  # the staging key of the quarantine table
@@ -43,13 +53,21 @@ QUARANTINE_SCHEMA = pa.schema(
 
 @dataclasses.dataclass(frozen=True)
 class Unit:
-    """One file to decode: `uri` is what lineage columns and the manifest name it by,
-    `path` the same file inside the landing filesystem."""
+    """A file, or a range of one, to decode: `uri` is what lineage columns and the manifest
+    name the file by, `path` the same file inside the landing filesystem."""
 
     index: int  # names the unit's part files, so reruns write the same names
     uri: str
     path: str
-    size: int
+    size: int  # bytes to decode (as listed, when the unit reads to the end of the file)
+    start: int = 0  # where they start in the file: added to the rows' file offsets
+    to_end: bool = True  # the unit reads on to the end of the file, not just `size` bytes
+    shifts: Mapping[str, int] = dataclasses.field(default_factory=dict)  # SplitPoint.shifts
+
+
+def part_name(index: int) -> str:
+    """The file name of unit `index`'s part in each staging folder."""
+    return f"part-{index:05d}.parquet"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +81,28 @@ class Work:
     options: Mapping[str, object]
     landing: pafs.FileSystem
     staging: Mapping[str | None, str]
+
+
+def find_splits(files: Iterable[tuple[str, str, int, list[int]]], work: Work) -> Iterator[dict]:
+    """mapPartitions function: for each (uri, path, size, boundaries) of a file, where the
+    format says it may be cut (`WireFormat.split`) and what it checked on the way."""
+    fmt = wirecodecs.source_format(work.envelope, work.payload)
+
+    def open_file(path: str) -> BinaryIO:
+        if work.landing.get_file_info(path).type != pafs.FileType.File:
+            raise FileNotFoundError(path)
+        return io.BufferedReader(work.landing.open_input_file(path), SPLIT_READ_BYTES)
+
+    for uri, path, size, boundaries in files:
+        try:
+            splits = fmt.split(open_file, path, size, boundaries, work.options)
+        except Exception as exc:  # an I/O failure or a finder bug: name the file
+            raise RuntimeError(f"{fmt.name}: finding split points in {uri} failed: {exc}") from exc
+        offsets = [0, *(point.offset for point in splits.points), size]
+        if any(a >= b for a, b in itertools.pairwise(offsets)):
+            raise ValueError(f"{fmt.name}: split points of {uri} do not increase inside it")
+        points = [(point.offset, dict(point.shifts)) for point in splits.points]
+        yield {"uri": uri, "points": points, "checks": dict(splits.checks)}
 
 
 def decode_units(units: Iterable[Unit], work: Work) -> Iterator[dict]:
@@ -79,7 +119,7 @@ class _Parts:
     """The unit's Parquet part in each staging folder, opened at its first rows."""
 
     def __init__(self, unit: Unit, staging: Mapping[str | None, str]) -> None:
-        self._name = f"part-{unit.index:05d}.parquet"
+        self._name = part_name(unit.index)
         self._staging = staging
         self._writers: dict[str | None, pq.ParquetWriter] = {}
 
@@ -107,12 +147,12 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
     first_bad: list[dict] = []
     bad: list[Quarantined] = []
     parts = _Parts(unit, work.staging)
-    stream = work.landing.open_input_stream(
-        unit.path, compression=None, buffer_size=STREAM_BUFFER_BYTES
-    )
+    shifts = {"byte_offset": unit.start, **unit.shifts} if unit.start else {}
     try:
-        with stream:
+        with _open(unit, work.landing) as stream:
             for item in fmt.decode(stream, unit.uri, accounting, work.options):
+                if shifts:
+                    item = _shifted(item, shifts)
                 if isinstance(item, Quarantined):
                     counts["quarantine_items"] += 1
                     if len(first_bad) < SHOWN_BAD_FRAMES:
@@ -132,7 +172,59 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
         parts.write(QUARANTINE, _quarantine_batch(bad, fmt.name))
     finally:
         parts.close()
-    return {"accounting": {**accounting.to_dict(), **counts}, "first_bad": first_bad}
+    return {
+        "unit": unit.index,
+        "accounting": {**accounting.to_dict(), **counts},
+        "first_bad": first_bad,
+    }
+
+
+def _open(unit: Unit, landing: pafs.FileSystem) -> BinaryIO:
+    """The unit's bytes as a stream: a whole file read ahead, or a range of it."""
+    if not unit.start and unit.to_end:
+        return landing.open_input_stream(
+            unit.path, compression=None, buffer_size=STREAM_BUFFER_BYTES
+        )
+    file = landing.open_input_file(unit.path)
+    file.seek(unit.start)
+    return file if unit.to_end else _Range(file, unit.size)
+
+
+class _Range(io.RawIOBase):
+    """The next `length` bytes of `file`, then the end of the stream."""
+
+    def __init__(self, file: BinaryIO, length: int) -> None:
+        super().__init__()
+        self._file = file
+        self._left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._left if size < 0 else min(size, self._left)
+        piece = self._file.read(size) if size else b""
+        self._left -= len(piece)
+        return piece
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _shifted(item, shifts: Mapping[str, int]):
+    """A range's row batch or quarantined frame with its file offsets, and the columns
+    that count over the file, moved to where the range starts (`shifts`)."""
+    if isinstance(item, Quarantined):
+        return dataclasses.replace(item, byte_offset=item.byte_offset + shifts["byte_offset"])
+    batch = item.batch if isinstance(item, TableRows) else item
+    columns = batch.columns
+    for name, amount in shifts.items():
+        at = batch.schema.get_field_index(name)
+        if at >= 0:
+            columns[at] = pc.add(columns[at], pa.scalar(amount, columns[at].type))
+    batch = pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+    return TableRows(item.table, batch) if isinstance(item, TableRows) else batch
 
 
 def _check_schema(batch: pa.RecordBatch, expected: pa.Schema | None, table: str | None) -> None:

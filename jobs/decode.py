@@ -38,6 +38,7 @@ import collections
 import dataclasses
 import datetime as dt
 import heapq
+import io
 import json
 import logging
 import re
@@ -171,6 +172,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 f"option {key} must be {type(fmt.options[key]).__name__} like its default "
                 f"{fmt.options[key]!r}, not {value!r}"
             )
+    try:  # the decoder checks its options (ranges, key files) here as executors would
+        list(fmt.decode(io.BytesIO(b""), "<options>", FileAccounting("<options>", fmt.name),
+                        args.options))  # fmt: skip
+    except (ValueError, OSError) as exc:
+        parser.error(f"{fmt.name} decoder options: {exc}")
     args.format = fmt.name
     args.landing = storage.absolute(args.landing)
     args.warehouse = storage.absolute(args.warehouse)

@@ -121,6 +121,12 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
         (("--option", "novalue"), {}, "expected key=value"),
         (("--option", "batch_rows=many"), {}, "option batch_rows must be int like its default"),
         (("--max-error-rate", "1.5"), {}, "must be between 0 and 1"),
+        (("--option", "batch_rows=0"), {}, "kafka decoder options: kafka option batch_rows"),
+        (
+            ("--option", "hmac_keys_file=/no/such/keys.json"),
+            {"--envelope": "heka"},
+            "heka decoder options: heka option hmac_keys_file: cannot read /no/such/keys.json",
+        ),
         (("--max-bad-byte-rate", "-0.5"), {}, "must be between 0 and 1"),
         (("--error-policy", "ignore"), {}, "invalid choice: 'ignore'"),
     ],

@@ -24,7 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gzip
+import hashlib
 import io
+import json
+import os
 import signal
 import tempfile
 import traceback
@@ -97,6 +101,19 @@ def _heka_inflated(data: bytes) -> bool:
     return RawSource(io.BytesIO(data)).sniff() is not None
 
 
+def _typed_datum_schema() -> str:
+    """A .avsc for cernan's typed `record` column: the all-types schema of the golden
+    vector v2_schemas (written under $TMPDIR, where the option can point at it)."""
+    sidecar = json.loads(gzip.decompress((DATA / "cernan" / "v2_schemas.json.gz").read_bytes()))
+    text = sidecar["expected"]["packets"][0]["avro"]["schema_json"].encode()
+    path = Path(tempfile.gettempdir()) / f"wirelake-fuzz-{hashlib.sha1(text).hexdigest()}.avsc"
+    if not path.exists():  # written whole, then renamed: a reader never sees it half done
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as part:
+            part.write(text)
+        os.replace(part.name, path)
+    return str(path)
+
+
 TARGETS = {
     target.name: target
     for target in (
@@ -128,7 +145,11 @@ TARGETS = {
         ),
         Target(
             "cernan",
-            variants=({"resync": False}, {"resync": True}),
+            variants=(
+                {"resync": False},
+                {"resync": True},
+                {"datum_schema_file": _typed_datum_schema(), "event_time_field": "l"},
+            ),
             seeds=("cernan/*.bin",),
             samples=("cernan",),
         ),

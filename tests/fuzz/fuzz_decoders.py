@@ -14,8 +14,10 @@ the same bug), kept, and fuzzing goes on past the bugs kept so far.
 Work goes under .tmp/fuzz/<target>/ (git-ignored): corpus/ (what libFuzzer found
 interesting; it grows from run to run), seeds/ (rewritten each run from tests/data, the
 sample days and tests/data/fuzz), crashes/ (per bug: <name>.bin, the minimised input, and
-<name>.txt, its signature and details), fuzz.log (libFuzzer's own output). Exit status 1
-when a target has kept inputs in crashes/.
+<name>.txt, its signature and details), fuzz.log (libFuzzer's own output); new/ and
+minimised/ are scratch. Exit status 1 when a target has kept inputs in crashes/. A kept
+input becomes a regression test once copied to tests/data/fuzz/<target>/ (see the README
+there): test_fuzz_regressions.py holds it to the contract, and later runs start from it.
 
 The same file is the fuzzing process itself: `fuzz_decoders.py --target=NAME [libFuzzer
 flags] DIR...` (libFuzzer ignores flags that start with "--", so it passes them on when it
@@ -242,7 +244,11 @@ def fuzz_target(name: str, args: argparse.Namespace) -> Run:
 def main(argv: list[str]) -> int:
     from fuzz_targets import TARGETS
 
-    parser = argparse.ArgumentParser(prog="./wirelake fuzz", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="./wirelake fuzz",
+        description=__doc__.split("\n\nThe same file")[0],  # not how it runs itself
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("format", metavar="FORMAT", choices=[*TARGETS, "all"],
                         help=f"one of: {', '.join(TARGETS)}, or all")  # fmt: skip
     parser.add_argument(

@@ -1,0 +1,260 @@
+"""The project's Airflow stack: `./wirelake up`, `./wirelake down`, `./wirelake status`.
+
+Each component (scheduler, DAG processor, triggerer, API server) runs as its own process in
+its own session, so stopping one kills its whole process group, LocalExecutor workers and
+spark-submit children included (SIGTERM to `airflow standalone` left its workers running).
+What runs is recorded in $AIRFLOW_HOME/stack.json; logs go to $AIRFLOW_HOME/logs/stack/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
+HEALTH = ("metadatabase", "scheduler", "triggerer", "dag_processor")  # keys of /monitor/health
+USER = "admin"  # the simple auth manager's default user (core.simple_auth_manager_users)
+STOP_GRACE_SECONDS = 30
+
+
+def airflow_home() -> Path:
+    return Path(os.environ.get("AIRFLOW_HOME") or ROOT / ".airflow")
+
+
+def state_file() -> Path:
+    return airflow_home() / "stack.json"
+
+
+def log_dir() -> Path:
+    return airflow_home() / "logs" / "stack"
+
+
+def password_file() -> Path:
+    """Where the simple auth manager writes the generated password of USER."""
+    return airflow_home() / "simple_auth_manager_passwords.json.generated"
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def read_state() -> dict | None:
+    try:
+        return json.loads(state_file().read_text())
+    except FileNotFoundError:
+        return None
+
+
+def alive(entry: dict) -> bool:
+    """The recorded process still runs (same pid and start time: not a reused pid)."""
+    try:
+        process = psutil.Process(entry["pid"])
+        return process.create_time() == entry["create_time"] and process.is_running()
+    except psutil.NoSuchProcess:
+        return False
+
+
+def health(url: str) -> dict | None:
+    """The API server's health report, or None while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+def healthy(report: dict | None) -> bool:
+    return bool(report) and all(report.get(key, {}).get("status") == "healthy" for key in HEALTH)
+
+
+def stack_env(url: str) -> dict[str, str]:
+    """The components' environment: tasks reach the Execution API on our port (the default
+    port would give every task "connection refused")."""
+    return {
+        **os.environ,
+        "AIRFLOW__API__BASE_URL": url,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+    }
+
+
+def run_logged(command: list[str], log: Path, env: dict[str, str]) -> None:
+    with log.open("w") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+    if code:
+        raise SystemExit(f"wirelake: {' '.join(command[:3])} failed ({code}); see {log}")
+
+
+def up(host: str = "127.0.0.1", port: int | None = None, timeout: float = 300) -> dict:
+    """Start the stack unless it runs; return its state once it is healthy."""
+    state = read_state()
+    if state and all(alive(entry) for entry in state["components"].values()):
+        return state
+    if state:
+        down()  # a half-dead stack: clear what is left of it first
+    port = port or free_port(host)
+    url = f"http://{host}:{port}"
+    env = stack_env(url)
+    logs = log_dir()
+    logs.mkdir(parents=True, exist_ok=True)
+    run_logged(["airflow", "db", "migrate"], logs / "db-migrate.log", env)
+    pool = [sys.executable, str(ROOT / "dags" / "dag_factory.py"), "pool"]
+    run_logged(pool, logs / "pool.log", env)
+    commands = {name: ["airflow", name] for name in COMPONENTS}
+    commands["api-server"] += ["--host", host, "--port", str(port)]
+    components = {}
+    for name, command in commands.items():
+        with (logs / f"{name}.log").open("a") as out:
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        created = psutil.Process(process.pid).create_time()
+        components[name] = {"pid": process.pid, "pgid": process.pid, "create_time": created}
+    state = {
+        "url": url,
+        "host": host,
+        "port": port,
+        "components": components,
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "logs": str(logs),
+    }
+    state_file().write_text(json.dumps(state, indent=2) + "\n")
+    deadline = time.monotonic() + timeout
+    while not healthy(health(url)):
+        dead = [name for name, entry in components.items() if not alive(entry)]
+        if dead or time.monotonic() > deadline:
+            down()
+            why = f"{', '.join(dead)} exited" if dead else f"not healthy after {timeout:.0f} s"
+            raise SystemExit(f"wirelake: Airflow stack did not start: {why}; see {logs}/")
+        time.sleep(2)
+    return state
+
+
+def stack_processes(state: dict) -> list[psutil.Process]:
+    """Every live process of the stack: the components, their process groups and any
+    descendant that left its group."""
+    found: dict[int, psutil.Process] = {}
+    groups = {entry["pgid"] for entry in state["components"].values()}
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) in groups:
+                found[process.pid] = process
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            continue
+    for entry in state["components"].values():
+        if alive(entry):
+            root = psutil.Process(entry["pid"])
+            found.setdefault(root.pid, root)
+            for child in root.children(recursive=True):
+                found.setdefault(child.pid, child)
+    for pid in list(found):
+        try:
+            for child in found[pid].children(recursive=True):
+                found.setdefault(child.pid, child)
+        except psutil.NoSuchProcess:
+            found.pop(pid)
+    return [process for process in found.values() if _running(process)]
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _signal(processes: list[psutil.Process], groups: set[int], sig: int) -> None:
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(sig)
+
+
+def down(grace: float = STOP_GRACE_SECONDS) -> list[int]:
+    """Stop exactly what `up` started: SIGTERM to each process group (and any descendant
+    outside it), SIGKILL after `grace` seconds; return the pids still alive (none)."""
+    state = read_state()
+    if state is None:
+        return []
+    groups = {entry["pgid"] for entry in state["components"].values()}
+    processes = stack_processes(state)
+    _signal(processes, groups, signal.SIGTERM)
+    _, left = psutil.wait_procs(processes, timeout=grace)
+    if left or stack_processes(state):
+        _signal(stack_processes(state) + left, groups, signal.SIGKILL)
+        psutil.wait_procs(stack_processes(state), timeout=10)
+    remaining = [process.pid for process in stack_processes(state)]
+    if not remaining:
+        state_file().unlink(missing_ok=True)
+    return remaining
+
+
+def describe(state: dict | None) -> list[str]:
+    """What runs: each component with its pid, and the API server's health."""
+    if state is None:
+        return ["Airflow stack: not running"]
+    report = health(state["url"])
+    lines = [
+        f"Airflow stack started {state['started_at']}: {state['url']} "
+        f"({'healthy' if healthy(report) else 'NOT healthy'}); logs {state['logs']}/"
+    ]
+    for name, entry in state["components"].items():
+        status = "alive" if alive(entry) else "DEAD"
+        lines.append(f"  {name:<14} pid {entry['pid']:<8} {status}")
+    return lines
+
+
+def login_lines(state: dict) -> list[str]:
+    return [
+        f"Airflow UI: {state['url']}",
+        f"  login: user {USER}, password in {password_file()} (simple auth manager)",
+        "  stop it with ./wirelake down",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="./wirelake", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("up", help="start the Airflow stack in the background")
+    start.add_argument("--host", default="127.0.0.1", help="API server address (loopback)")
+    start.add_argument("--port", type=int, help="API server port (default: a free one)")
+    commands.add_parser("down", help="stop the stack started by up")
+    commands.add_parser("status", help="what runs")
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        started = time.monotonic()
+        state = up(args.host, args.port)
+        print(f"Airflow stack healthy after {time.monotonic() - started:.0f} s")
+        print("\n".join(describe(state)[1:] + login_lines(state)))
+    elif args.command == "down":
+        state = read_state()
+        left = down()
+        if left:
+            print(f"wirelake: processes still alive: {left}", file=sys.stderr)
+            return 1
+        print("Airflow stack stopped" if state else "Airflow stack: not running")
+    else:
+        state = read_state()
+        print("\n".join(describe(state)))
+        return 0 if state and all(alive(e) for e in state["components"].values()) else 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -148,7 +148,12 @@ TARGETS = {
             variants=(
                 {"resync": False},
                 {"resync": True},
-                {"datum_schema_file": _typed_datum_schema(), "event_time_field": "l"},
+                # typed records; frames over 4 KiB passed over unbuffered
+                {
+                    "datum_schema_file": _typed_datum_schema(),
+                    "event_time_field": "l",
+                    "max_packet_bytes": 4096,
+                },
             ),
             seeds=("cernan/*.bin",),
             samples=("cernan",),

@@ -238,9 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("status", help="what runs")
     args = parser.parse_args(argv)
     if args.command == "up":
-        started = time.monotonic()
+        started, before = time.monotonic(), read_state()
         state = up(args.host, args.port)
-        print(f"Airflow stack healthy after {time.monotonic() - started:.0f} s")
+        if state == before:
+            print("Airflow stack already running")
+        else:
+            print(f"Airflow stack healthy after {time.monotonic() - started:.0f} s")
         print("\n".join(describe(state)[1:] + login_lines(state)))
     elif args.command == "down":
         state = read_state()

@@ -21,7 +21,7 @@ import pytest
 pytestmark = pytest.mark.e2e  # a real Airflow stack and four spark-submit runs: minutes
 
 ROOT = Path(__file__).resolve().parents[2]
-DAYS = ("2026-11-18", "2026-11-19")
+EMPTY, DAYS = "2026-11-17", ("2026-11-18", "2026-11-19")  # a past day never landed, two landed
 
 
 def stack_processes(home: Path) -> list[psutil.Process]:
@@ -56,6 +56,7 @@ def assert_days_succeeded(result: subprocess.CompletedProcess) -> None:
         assert int(line.group(1).replace(",", "")) > 0
         assert Path(line.group(3), "validation.json").exists()
         assert re.search(rf"^\s+\S+\s+kafka\s+{day}\s+running$", output, re.M)  # progress
+    assert re.search(rf"^kafka\s+{EMPTY}\s+no landing\s+-\s+-\s+-\s+-\s+-$", output, re.M)
 
 
 def test_up_status_backfill_rerun_down(tmp_path):
@@ -69,6 +70,9 @@ def test_up_status_backfill_rerun_down(tmp_path):
             [str(ROOT / "wirelake"), *args], env=env, capture_output=True, text=True, timeout=900
         )
 
+    unknown = wirelake("backfill", "nosuch", "--from", EMPTY, "--to", DAYS[1])
+    assert unknown.returncode == 2
+    assert "unknown source(s) ['nosuch']" in unknown.stdout
     for day in DAYS:
         landing = data / "landing" / "kafka" / f"dt={day}"
         sample = wirelake(
@@ -78,7 +82,7 @@ def test_up_status_backfill_rerun_down(tmp_path):
 
     try:
         # no stack yet: the backfill starts one for its duration and stops it afterwards
-        first = wirelake("backfill", "kafka", "--from", DAYS[0], "--to", DAYS[1])
+        first = wirelake("backfill", "kafka", "--from", EMPTY, "--to", DAYS[1])
         assert_days_succeeded(first)
         assert "started the Airflow stack" in first.stdout
         assert not (home / "stack.json").exists()
@@ -97,7 +101,7 @@ def test_up_status_backfill_rerun_down(tmp_path):
         state = json.loads((home / "stack.json").read_text())
         assert state["url"] == url
 
-        rerun = wirelake("backfill", "kafka", "--from", DAYS[0], "--to", DAYS[1], "--rerun")
+        rerun = wirelake("backfill", "kafka", "--from", EMPTY, "--to", DAYS[1], "--rerun")
         assert_days_succeeded(rerun)
         assert "started the Airflow stack" not in rerun.stdout
         assert rows_hash(data / "warehouse") == before

@@ -2,8 +2,9 @@
 
 * `mutf8` decodes what `DataOutput.writeUTF` wrote (V0-V3 attribute blocks).
 * `split_strict` is Guava's `Splitter.on('&').trimResults().withKeyValueSeparator('=')`,
-  which `InLongMsg` applies to V4 common and private attributes: an entry without `=`, a
-  value holding `=`, or a repeated key is an error (Java throws IllegalArgumentException).
+  which `InLongMsg` applies to V4 common and private attributes: entries trimmed with
+  `guava_trim`, and an entry without `=`, a value holding `=`, or a repeated key is an
+  error (Java throws IllegalArgumentException).
 * `split_lenient` is Sort's `StringUtils.splitKv(attr, '&', '=')` (format-common), the way
   InLong's consumers read V0-V3 attribute strings (spec section 12).
 * `event_time_ms` picks the event time the way Sort's `parseHead` does: `t`, else `dt`.
@@ -22,6 +23,13 @@ _BAD_MUTF8 = re.compile(rb"[\xf0-\xff]")  # Java's readUTF has no 4-byte sequenc
 _T_LAYOUTS = ((12, "%Y%m%d%H%M"), (10, "%Y%m%d%H"), (8, "%Y%m%d"))  # by length, longest first
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")  # what Long.parseLong accepts (ASCII digits)
+# Guava's CharMatcher.whitespace() (its WHITESPACE table: Unicode White_Space), which
+# `trimResults()` trims. Not Python's str.strip() set: that one also holds U+001C-U+001F.
+GUAVA_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 def mutf8(raw: bytes, what: str) -> str:
@@ -49,12 +57,17 @@ def utf8(raw: bytes, what: str) -> str:
         raise DecodeError(FORMAT, "invalid_attribute", f"{what}: {err.reason}") from None
 
 
+def guava_trim(text: str) -> str:
+    """`CharMatcher.whitespace().trimFrom(text)`: Guava's whitespace off both ends."""
+    return text.strip(GUAVA_WHITESPACE)
+
+
 def split_strict(text: str, what: str) -> dict[str, str]:
     """Guava's strict map splitter (V4): entries trimmed, exactly one `=` each, no key
     twice; anything else is the error Java throws from `getAttrs()`."""
     out: dict[str, str] = {}
     for chunk in text.split("&"):
-        entry = chunk.strip()
+        entry = guava_trim(chunk)
         key, sep, value = entry.partition("=")
         if not sep or "=" in value:
             raise DecodeError(FORMAT, "invalid_attribute", f"{what}: entry {entry!r} is not k=v")

@@ -12,7 +12,7 @@ two framings, chosen by the `framing` option:
   by the end of the file is a truncated tail.
 
 Kafka-borne messages (envelope kafka, payload inlong) go through `decode_value`, which
-shares `message.parse` and `message_columns` with the file walk. Row model: schema.py.
+shares `message.parse` and `item_columns` with the file walk. Row model: schema.py.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.schema import INLONG_SCHEMA
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES, in_batches
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("message", "length_prefixed")
@@ -64,11 +64,9 @@ def _options(given: Mapping[str, object]) -> dict[str, object]:
     return opts
 
 
-def message_columns(message: msg.Message) -> tuple[tuple, dict[str, list]]:
-    """The message's values in `MESSAGE_COLUMNS` order, and the other columns as lists
-    with a value per item (event_time as epoch microseconds). Column lists, not row
-    tuples: buffered rows then hold almost no objects the garbage collector must track."""
-    shared = (
+def message_values(message: msg.Message) -> tuple:
+    """The message's values in `MESSAGE_COLUMNS` order (the same on each of its rows)."""
+    return (
         message.version,
         message.create_time_ms,
         message.msg_count,
@@ -79,34 +77,47 @@ def message_columns(message: msg.Message) -> tuple[tuple, dict[str, list]]:
         message.data_time,
         message.unique_id,
     )
-    items = message.items
-    known: dict[int, tuple] = {}  # per attribute map: event time, group id, stream id
-    derived = []
-    for item in items:
-        attributes = item.attributes
-        values = known.get(id(attributes))
-        if values is None:
-            values = known[id(attributes)] = (
-                _event_time_us(attributes),
-                attributes.get("groupId", attributes.get("bid")),
-                attributes.get("streamId", attributes.get("tid")),
-            )
-        derived.append(values)
-    times, group_ids, stream_ids = zip(*derived, strict=True) if derived else ((), (), ())
-    return shared, {
-        "event_time": list(times),
-        "group_id": list(group_ids),
-        "stream_id": list(stream_ids),
-        "block_index": [item.block for item in items],
-        "block_item_count": [item.block_item_count for item in items],
-        "item_index": [item.index for item in items],
-        "compressed": [item.compressed for item in items],
-        "attr": [item.attr for item in items],
-        "attributes": [item.attributes for item in items],
-        "private_attr": [item.private_attr for item in items],
-        "private_attributes": [item.private_attributes for item in items],
-        "body": [item.body for item in items],
+
+
+def item_columns(items: msg.Items) -> dict[str, list]:
+    """The other columns of a chunk of items, a list each (event_time as epoch
+    microseconds). Column lists, not row tuples: buffered rows then hold almost no objects
+    the garbage collector must track."""
+    count = len(items.bodies)
+    times, group_ids, stream_ids = _head_columns(items.attributes)
+    return {
+        "event_time": times,
+        "group_id": group_ids,
+        "stream_id": stream_ids,
+        "block_index": items.blocks,
+        "block_item_count": items.block_item_counts,
+        "item_index": list(range(items.first, items.first + count)),
+        "compressed": items.compressed,
+        "attr": items.attrs,
+        "attributes": items.attributes,
+        "private_attr": items.private_attrs,
+        "private_attributes": items.private_attributes,
+        "body": items.bodies,
     }
+
+
+def _head_columns(attributes: list[dict[str, str]]) -> tuple[list, list, list]:
+    """Event time, group id and stream id of each item, worked out once per attribute
+    map (items of a block share one)."""
+    ids = list(map(id, attributes))
+    heads = {
+        key: (
+            _event_time_us(found),
+            found.get("groupId", found.get("bid")),
+            found.get("streamId", found.get("tid")),
+        )
+        for key, found in dict(zip(ids, attributes, strict=True)).items()
+    }
+    if len(heads) == 1:
+        ((time, group_id, stream_id),) = heads.values()
+        return [time] * len(ids), [group_id] * len(ids), [stream_id] * len(ids)
+    times, group_ids, stream_ids = zip(*map(heads.__getitem__, ids), strict=True)
+    return list(times), list(group_ids), list(stream_ids)
 
 
 def _event_time_us(attributes: dict[str, str]) -> int | None:
@@ -121,14 +132,16 @@ def decode_value(value: bytes, given: Mapping[str, object]) -> list[dict]:
     byte_offset (`registry.PayloadCodec`); event_time as a UTC datetime. Raises
     DecodeError, with offsets inside the value."""
     limit = given.get("max_decompressed_bytes", OPTIONS["max_decompressed_bytes"])
-    shared, columns = message_columns(msg.parse(value, limit))
-    head = dict(zip(MESSAGE_COLUMNS, shared, strict=True))
+    message = msg.parse(value, limit)
+    head = dict(zip(MESSAGE_COLUMNS, message_values(message), strict=True))
     rows = []
-    for values in zip(*columns.values(), strict=True):
-        row = {**head, **dict(zip(columns, values, strict=True))}
-        if row["event_time"] is not None:
-            row["event_time"] = _EPOCH + dt.timedelta(microseconds=row["event_time"])
-        rows.append({name: row[name] for name in VALUE_COLUMNS})
+    for items in message.items():
+        columns = item_columns(items)
+        for values in zip(*columns.values(), strict=True):
+            row = {**head, **dict(zip(columns, values, strict=True))}
+            if row["event_time"] is not None:
+                row["event_time"] = _EPOCH + dt.timedelta(microseconds=row["event_time"])
+            rows.append({name: row[name] for name in VALUE_COLUMNS})
     return rows
 
 
@@ -143,11 +156,9 @@ def decode(
     walk = _walk_prefixed if opts["framing"] == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
-            if isinstance(item, Quarantined):
+            if isinstance(item, Quarantined):  # after the rows before it
                 yield from rows.flush()
-                yield item
-            elif rows.full:
-                yield from rows.flush()
+            yield item
         yield from rows.flush()
     finally:
         accounting.bytes_total += window.bytes_read
@@ -155,7 +166,7 @@ def decode(
 
 def _walk_whole(
     window: StreamWindow, source: str, accounting: FileAccounting, opts: Mapping, rows
-) -> Iterator[Quarantined | None]:
+) -> Iterator[pa.RecordBatch | Quarantined]:
     """`message` framing: the whole file is one message (an empty file holds none)."""
     limit = opts["max_message_bytes"]
     size = window.fill(limit + 1)
@@ -170,12 +181,12 @@ def _walk_whole(
             f"file exceeds max_message_bytes ({limit}); not decoded",
         )
         return
-    yield _frame(window, 0, size, source, accounting, opts, rows)
+    yield from _frame(window, 0, size, source, accounting, opts, rows)
 
 
 def _walk_prefixed(
     window: StreamWindow, source: str, accounting: FileAccounting, opts: Mapping, rows
-) -> Iterator[Quarantined | None]:
+) -> Iterator[pa.RecordBatch | Quarantined]:
     """`length_prefixed` framing: u32 length, message; repeat to the end of the file."""
     limit = opts["max_message_bytes"]
     while True:
@@ -200,7 +211,7 @@ def _walk_prefixed(
         if window.fill(total) < total:
             truncated_tail(window, accounting)
             return
-        yield _frame(window, PREFIX.size, total, source, accounting, opts, rows)
+        yield from _frame(window, PREFIX.size, total, source, accounting, opts, rows)
 
 
 def _frame(
@@ -211,21 +222,22 @@ def _frame(
     accounting: FileAccounting,
     opts: Mapping,
     rows: _RowBuffer,
-) -> Quarantined | None:
+) -> Iterator[pa.RecordBatch | Quarantined]:
     """Decode the frame of `total` bytes at the window's position (its message starts
-    `skip` bytes in) into `rows`; a bad message comes back quarantined."""
+    `skip` bytes in): a bad message comes back quarantined; a good one goes into `rows`
+    a chunk at a time, and the batches that makes room for come back."""
     start = window.offset
     frame = window.peek(total)
     window.consume(total)
     body = frame[skip:]
     try:
-        message = msg.parse(body, opts["max_decompressed_bytes"])
+        message = msg.parse(body, opts["max_decompressed_bytes"], opts["batch_rows"])
     except DecodeError as err:
         accounting.bytes_quarantined += total
         accounting.frames_bad += 1
         accounting.records_bad += msg.declared_items(body)
         where = "" if err.offset is None else f" (message byte {err.offset})"
-        return Quarantined(
+        yield Quarantined(
             source,
             start,
             total,
@@ -233,10 +245,13 @@ def _frame(
             f"{err.detail}{where}",
             bytes(frame[:HEAD_BYTES]),
         )
+        return
     accounting.bytes_decoded += total
     accounting.frames_good += 1
-    accounting.records_good += rows.add(start, message)
-    return None
+    accounting.records_good += message.item_count
+    values = message_values(message)
+    for items in message.items():
+        yield from rows.add(start, values, items)
 
 
 class _RowBuffer:
@@ -252,33 +267,28 @@ class _RowBuffer:
         self.rows = 0
         self.data_bytes = 0
 
-    def add(self, byte_offset: int, message: msg.Message) -> int:
-        """Buffer the message's items; returns how many."""
-        count = len(message.items)
-        if not count:
-            return 0
-        shared, per_item = message_columns(message)
+    def add(self, byte_offset: int, values: tuple, items: msg.Items) -> Iterator[pa.RecordBatch]:
+        """Buffer a chunk of a message's items (`values`: its `MESSAGE_COLUMNS`), after
+        flushing the rows buffered so far if the chunk would take them past a batch."""
+        count = len(items.bodies)
+        if self.rows + count > self.batch_rows or self.data_bytes + items.data_bytes > FLUSH_BYTES:
+            yield from self.flush()
         columns = self.columns
         columns["byte_offset"].extend([byte_offset] * count)
-        for name, value in zip(MESSAGE_COLUMNS, shared, strict=True):
+        for name, value in zip(MESSAGE_COLUMNS, values, strict=True):
             columns[name].extend([value] * count)
-        for name, values in per_item.items():
-            columns[name].extend(values)
+        for name, column in item_columns(items).items():
+            columns[name].extend(column)
         self.rows += count
-        self.data_bytes += sum(map(len, per_item["body"]))
-        return count
-
-    @property
-    def full(self) -> bool:
-        return self.rows >= self.batch_rows or self.data_bytes >= FLUSH_BYTES
+        self.data_bytes += items.data_bytes
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        """The buffered rows as record batches of at most `batch_rows` rows."""
+        """The buffered rows as one record batch (at most `batch_rows` rows: chunks are no
+        longer and `add` flushes before one would overflow), if there are any."""
         if not self.rows:
             return
         columns, rows = self.columns, self.rows
         self._reset()
         arrays = [pa.repeat(pa.scalar(self.source, pa.string()), rows)]
         arrays += [pa.array(columns[field.name], field.type) for field in list(INLONG_SCHEMA)[1:]]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=INLONG_SCHEMA)
-        yield from in_batches(batch, self.batch_rows)
+        yield pa.RecordBatch.from_arrays(arrays, schema=INLONG_SCHEMA)

@@ -88,8 +88,10 @@ def encode_v3(
     compress: bool = False,
 ) -> bytes:
     """A V3 message: `(common attr, records)` blocks, each record a list of (item,
-    private attr) pairs framed by its RecordLen; MsgCnt counts all pairs."""
-    total = sum(len(record) for _, records in blocks for record in records)
+    private attr) pairs framed by its RecordLen (an empty record is what Java's
+    `addMsg(attr, emptyBuffer)` writes); MsgCnt counts as Java's builder does, one per
+    record plus the extra pairs of a record holding several."""
+    total = sum(max(len(record), 1) for _, records in blocks for record in records)
     out = [magic(3), _HEADERS[2].pack(create_time_ms, total, len(blocks))]
     for attr, records in blocks:
         data = b"".join(_I32.pack(len(body)) + body for body in map(pair_list, records))

@@ -1,4 +1,4 @@
-"""One InLongMsg message (V0-V4) parsed into its header fields and data items.
+"""One InLongMsg message (V0-V4): its header fields, and its data items in chunks.
 
 Byte layouts: ../shared/formats/inlong.md (section numbers below refer to it). A message
 is a whole buffer: front magic 0F0V, a version-specific payload, the same magic last. The
@@ -17,31 +17,47 @@ throws, returns null, stops silently or pads with zeros is a `DecodeError` here:
   replaces with U+FFFD, is `invalid_attribute` too;
 * a corrupt snappy block or body: Java's iterator is null (V1-V3) or `getAttrs` throws a
   NullPointerException (V4) -> `decompress_failed` / `decompressed_too_large`;
-* V3 (and V4 with private attributes) item or private-attribute length <= 0: Java stops
-  the parse and drops what it read (an empty or NPE result) -> `invalid_item`;
+* V3 (and V4 with private attributes) item or private-attribute length <= 0, and a
+  negative V3 RecordLen: Java stops the parse and drops what it read (an empty or NPE
+  result), or skips the record -> `invalid_item`;
 * V4 attribute entry without `=`, value containing `=`, repeated key: Java throws from
   `getAttrs` -> `invalid_attribute`.
 
 Where Java parses normally this parser does too, including bytes between the last block
 (V4: the inner magic) and the trailing magic, a wrong V4 TotalLen and a wrong inner magic
-(the Java parser ignores all three). Where the Java result is lossy this parser keeps
+(the Java parser ignores all three), and a V3 RecordLen of 0 (what `addMsg` writes for an
+empty buffer: Java skips the record). Where the Java result is lossy this parser keeps
 everything: two blocks with the same attribute string both yield their items (Java keeps
 the last), and V4 numeric fields are read unsigned (Java reads them signed, section 10).
+
+Memory: a message can hold millions of items (a 787 KB snappy block inflates to 4 M empty
+ones). `parse` walks the whole message once to check it, keeping its items only when they
+make one chunk (most messages); `Message.items` yields them, or walks the message again,
+in chunks of at most `rows` items whose rows hold about CHUNK_BYTES (bodies, attribute
+strings, maps of an item's own weighted by MAP_WEIGHT). A caller that turns chunks into
+row batches holds one chunk, one decompressed block and the message, whatever it holds.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 
 from wirecodecs.binary import INT32, Cursor
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong.attributes import FORMAT, mutf8, split_lenient, split_strict, utf8
+from wirecodecs.rows import FLUSH_BYTES
 
 MAGIC_BYTES = 2
 MIN_MESSAGE = 2 * MAGIC_BYTES
 VERSIONS = (0, 1, 2, 3, 4)
+CHUNK_ROWS = 65536  # items per chunk unless the caller chooses (the decoder: batch_rows)
+CHUNK_BYTES = FLUSH_BYTES  # a chunk also ends once its rows hold about this much data
+# What a byte of attribute text costs in a map of an item's own (V3, V4 form B: Python's
+# dict entries and strings; measured 12-15 bytes), where other items share one map
+MAP_WEIGHT = 16
 
 # ---- V0-V3 headers (sections 4-6), after the front magic ------------------------------------
 _HEADERS = {
@@ -73,20 +89,128 @@ EXT_STRING_IDS = 0x04
 EXT_LF_JOINED = 0x20
 ZIP_SNAPPY = 1  # (MsgType & 0xE0) >> 5; any other value: the body is used as stored
 
+# How a block's (V4: the body's) data is laid out once decompressed
+ITEM_LIST = "items"  # (ItemLen, ItemData)*: V0-V2, V4 form A
+RECORD_LIST = "records"  # RecordLen-framed (item, private attr) pairs: V3
+PAIR_LIST = "pairs"  # (item, private attr) pairs: V4 form B
 
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One data item with the attributes InLong's consumers see for it."""
 
-    index: int  # position in the message, wire order
-    block: int | None  # attribute block (V0-V3)
-    attr: str  # V0-V3: the block's string (V3: common + "&" + private); V4: common Attr
-    attributes: dict[str, str]  # merged map (V0-V3: Sort's split; V4: as InLongMsg builds it)
-    private_attr: str | None  # V3 / V4 form B: the item's own attribute string
-    private_attributes: dict[str, str] | None
-    block_item_count: int | None  # V2: the block's ItemCnt
-    compressed: bool  # its block (V1-V3) or body (V4) was snappy
-    body: bytes
+@dataclass(slots=True)
+class Items:
+    """Consecutive items of a message, with what consumers see for each: a list entry
+    per item in every field but the first's position."""
+
+    first: int  # position of the first item in the message, wire order
+    blocks: list[int | None]  # attribute block (V0-V3)
+    block_item_counts: list[int | None]  # V2: the block's ItemCnt
+    compressed: list[bool]  # the block (V1-V3) or body (V4) was snappy
+    bodies: list[bytes]
+    attrs: list[str]  # V0-V3: the block's string (V3: common + "&" + private); V4: common Attr
+    attributes: list[dict[str, str]]  # merged map (V0-V3: Sort's split; V4: as InLongMsg builds it)
+    private_attrs: list[str | None]  # V3 / V4 form B: the item's own attribute string
+    private_attributes: list[dict[str, str] | None]
+    # what the rows hold: bodies and attribute text, MAP_WEIGHT times where maps are per item
+    data_bytes: int
+
+    def extend(self, other: Items) -> None:
+        """Append the items that follow these (`other`'s lists are not kept)."""
+        for name in _ITEM_LISTS:
+            getattr(self, name).extend(getattr(other, name))
+        self.data_bytes += other.data_bytes
+
+
+_ITEM_LISTS = tuple(field.name for field in fields(Items))[1:-1]  # an entry per item
+
+
+class _At:
+    """Gives a DecodeError raised without a position the position `offset`."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind, err, tb) -> None:
+        if isinstance(err, DecodeError) and err.offset is None:
+            err.offset = self.offset
+
+
+@dataclass(slots=True)
+class _Block:
+    """One attribute block (V0-V3) or V4 body as stored, and what its items share."""
+
+    index: int | None  # block_index (V4: None)
+    item_count: int | None  # V2 ItemCnt
+    attr: str  # V0-V3 block attribute string, V4 common Attr
+    attributes: dict[str, str] | None  # V0-V2 split attr, V4 common map (V3: per item)
+    layout: str  # ITEM_LIST, RECORD_LIST or PAIR_LIST
+    data: memoryview  # as stored
+    at: int  # where `data` starts in the message
+    compressed: bool
+
+    def chunks(self, first: int, rows: int, max_decompressed: int) -> Iterator[Items]:
+        """The block's items, the first being item `first` of the message, in chunks;
+        DecodeError for bad data (at the block's data, when the walk knows no better)."""
+        with _At(self.at):
+            data = _snappy_block(self.data, max_decompressed) if self.compressed else self.data
+            where = "V4 body" if self.index is None else f"block {self.index}"
+            # chunk bounds: a row holds the block's attr and the data its item spans,
+            # MAP_WEIGHT times over where each item gets maps of its own
+            weight = 1 if self.layout == ITEM_LIST else MAP_WEIGHT
+            limit = max(1, min(rows, CHUNK_BYTES // (weight * len(self.attr) + 1)))
+            span = CHUNK_BYTES // weight
+            if self.layout == ITEM_LIST:
+                for bodies in _item_chunks(data, limit, span, where):
+                    count = len(bodies)
+                    size = sum(map(len, bodies)) + count * len(self.attr)
+                    yield Items(first, *self._shared(count), bodies, [self.attr] * count,
+                                [self.attributes] * count, [None] * count, [None] * count,
+                                size)  # fmt: skip
+                    first += count
+                return
+            records = self.layout == RECORD_LIST
+            # A private attribute that is not k=v is raised once every pair is read: an
+            # unreadable pair is the error then, however the pairs are chunked.
+            failed = None
+            for bodies, privates in _pair_chunks(data, limit, span, where, records):
+                if failed is None:
+                    try:
+                        chunk = self._with_private(first, bodies, privates)
+                    except DecodeError as err:
+                        failed = err
+                    else:
+                        yield chunk
+                first += len(bodies)
+            if failed is not None:
+                raise failed
+
+    def _shared(self, count: int) -> tuple[list, list, list]:
+        """The block's own fields, for `count` items."""
+        return [self.index] * count, [self.item_count] * count, [self.compressed] * count
+
+    def _with_private(self, first: int, bodies: list[bytes], privates: list[str]) -> Items:
+        count = len(bodies)
+        text = count * len(self.attr) + sum(map(len, privates))
+        size = sum(map(len, bodies)) + MAP_WEIGHT * text
+        if self.layout == RECORD_LIST:  # Sort splits Java's group key, common & private
+            keys = [f"{self.attr}&{private}" for private in privates]
+            by_key: dict[str, dict[str, str]] = {}
+            for key in keys:
+                if key not in by_key:
+                    by_key[key] = split_lenient(key)
+            return Items(first, *self._shared(count), bodies, keys,
+                         [by_key[key] for key in keys], privates,
+                         [split_lenient(private) for private in privates], size)  # fmt: skip
+        own = [
+            split_strict(private, f"item {first + i} private attr")
+            for i, private in enumerate(privates)
+        ]
+        common = self.attributes
+        return Items(first, *self._shared(count), bodies, [self.attr] * count,
+                     [{**mine, **common} for mine in own], privates, own, size)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,18 +224,33 @@ class Message:
     ext_field: int | None
     data_time: int | None  # epoch seconds
     unique_id: int | None
-    items: list[Item]
+    item_count: int
+    buf: memoryview  # the whole message
+    kept: tuple[Items, ...] | None  # its items, when they make at most one chunk
+    rows: int  # items per chunk at most
+    max_decompressed: int
+
+    def items(self) -> Iterator[Items]:
+        """The items in wire order, in chunks: the kept ones, else the message walked
+        again (`parse` checked it all, so this walk cannot fail)."""
+        if self.kept is not None:
+            yield from self.kept
+            return
+        yield from _chunks(_layout(self.buf)[1], self.rows, self.max_decompressed)
 
 
-def parse(buf, max_decompressed: int) -> Message:
-    """Parse one whole message (bytes or memoryview); raises DecodeError with offsets
-    relative to the start of `buf`."""
+def parse(buf, max_decompressed: int, rows: int = CHUNK_ROWS) -> Message:
+    """Parse and check one whole message (bytes or memoryview) whose items come in chunks
+    of at most `rows`; raises DecodeError with offsets relative to the start of `buf`."""
+    buf = memoryview(buf)
     try:
-        return _parse(memoryview(buf), max_decompressed)
+        header, blocks = _layout(buf)
+        count, kept = _checked(blocks, rows, max_decompressed)
     except DecodeError:
         raise
     except (IndexError, ValueError, struct.error) as err:  # a check missed: still typed
         raise DecodeError(FORMAT, "invalid_message", str(err)) from None
+    return Message(*header, count, buf, kept, rows, max_decompressed)
 
 
 def version_of(buf) -> int:
@@ -149,106 +288,104 @@ def declared_items(buf) -> int:
     return 0
 
 
-def _parse(buf: memoryview, max_decompressed: int) -> Message:
+def _layout(buf: memoryview) -> tuple[tuple, Iterable[_Block]]:
+    """The header fields in `Message` order, and the blocks (V4: the body), read lazily
+    so that errors come in wire order."""
     version = version_of(buf)
     cursor = Cursor(FORMAT, buf[: len(buf) - MAGIC_BYTES], MAGIC_BYTES)
     if version == 4:
-        return _parse_v4(cursor, max_decompressed)
+        return _parse_v4(cursor)
     fields = cursor.unpack(_HEADERS[version], "header")
     attr_count = fields[-1]
-    create_time = fields[0] if version else None
-    msg_count = fields[1] if version >= 2 else None
     if attr_count < 0:
         raise DecodeError(
             FORMAT, "length_out_of_range", f"AttrDataCnt {attr_count} is negative", offset=2
         )
-    items: list[Item] = []
-    for block in range(attr_count):
-        _read_block(cursor, version, block, items, max_decompressed)
-    return Message(version, create_time, msg_count, None, None, None, None, None, None, items)
+    create_time = fields[0] if version else None
+    msg_count = fields[1] if version >= 2 else None
+    header = (version, create_time, msg_count, None, None, None, None, None, None)
+    return header, _read_blocks(cursor, version, attr_count)
 
 
-def _read_block(
-    cursor: Cursor, version: int, block: int, items: list[Item], max_decompressed: int
-) -> None:
-    """One attribute block (section 3): attr, [ItemCnt], ItemsLen, Compress, Data."""
-    at = cursor.pos
-    (attr_len,) = cursor.unpack(_UINT16, "AttrLen")
-    attr = _at(at, mutf8, bytes(cursor.take(attr_len, "Attr")), f"block {block} attr")
-    item_count = None
-    if version == 2:
-        item_count, items_len, flag = cursor.unpack(_V2_ITEMS_HEAD, "block head")
-    else:
-        items_len, flag = cursor.unpack(_ITEMS_HEAD, "block head")
-    if items_len < 1:
-        raise DecodeError(
-            FORMAT,
-            "length_out_of_range",
-            f"block {block}: ItemsLen {items_len} (it counts the Compress byte)",
-            offset=cursor.base + cursor.pos,
-        )
-    data_at = cursor.pos
-    data = cursor.take(items_len - 1, f"block {block} data")
-    compressed = flag == 1  # Java: any other flag value means raw
-    if compressed:
-        data = _snappy(data, max_decompressed, data_at)
-    where = f"block {block}"
-    if version == 3:
-        pairs = _at(data_at, _v3_records, data, where)
-        by_key: dict[str, dict[str, str]] = {}  # Java's group key -> its attribute map
-        for body, private in pairs:
-            key = f"{attr}&{private}"
-            if key not in by_key:
-                by_key[key] = split_lenient(key)
-            items.append(
-                Item(
-                    len(items),
-                    block,
-                    key,
-                    by_key[key],
-                    private,
-                    split_lenient(private),
-                    None,
-                    compressed,
-                    body,
-                )
+def _checked(blocks, rows: int, max_decompressed: int) -> tuple[int, tuple[Items, ...] | None]:
+    """Walk every block before any item is used: the item count, and the items when they
+    make at most one chunk (most messages: then there is no second walk)."""
+    count = 0
+    chunks: list[Items] = []
+    for chunk in _chunks(blocks, rows, max_decompressed):
+        count += len(chunk.bodies)
+        if len(chunks) < 2:
+            chunks.append(chunk)
+    return count, tuple(chunks) if len(chunks) < 2 else None
+
+
+def _chunks(blocks: Iterable[_Block], rows: int, max_decompressed: int) -> Iterator[Items]:
+    """The blocks' items in chunks, those of small blocks joined up to a chunk's bounds."""
+    pending = None
+    first = 0
+    for block in blocks:
+        for chunk in block.chunks(first, rows, max_decompressed):
+            first += len(chunk.bodies)
+            if pending is None:
+                pending = chunk
+            elif (
+                len(pending.bodies) + len(chunk.bodies) > rows
+                or pending.data_bytes + chunk.data_bytes > CHUNK_BYTES
+            ):
+                yield pending
+                pending = chunk
+            else:
+                pending.extend(chunk)
+    if pending is not None:
+        yield pending
+
+
+def _read_blocks(cursor: Cursor, version: int, attr_count: int) -> Iterator[_Block]:
+    """The attribute blocks (section 3): attr, [ItemCnt], ItemsLen, Compress, Data."""
+    for index in range(attr_count):
+        at = cursor.pos
+        (attr_len,) = cursor.unpack(_UINT16, "AttrLen")
+        with _At(at):
+            attr = mutf8(bytes(cursor.take(attr_len, "Attr")), f"block {index} attr")
+        item_count = None
+        if version == 2:
+            item_count, items_len, flag = cursor.unpack(_V2_ITEMS_HEAD, "block head")
+        else:
+            items_len, flag = cursor.unpack(_ITEMS_HEAD, "block head")
+        if items_len < 1:
+            raise DecodeError(
+                FORMAT,
+                "length_out_of_range",
+                f"block {index}: ItemsLen {items_len} (it counts the Compress byte)",
+                offset=cursor.base + cursor.pos,
             )
-        return
-    attributes = split_lenient(attr)
-    for body in _at(data_at, item_list, data, where):
-        items.append(
-            Item(len(items), block, attr, attributes, None, None, item_count, compressed, body)
-        )
-
-
-def _at(offset: int, fn, *args):
-    """Call `fn`, giving a DecodeError without a position the position `offset`."""
-    try:
-        return fn(*args)
-    except DecodeError as err:
-        if err.offset is None:
-            err.offset = offset
-        raise
-
-
-def _snappy(data, max_decompressed: int, offset: int) -> bytes:
-    return _at(offset, _snappy_block, data, max_decompressed)
+        data_at = cursor.pos
+        data = cursor.take(items_len - 1, f"block {index} data")
+        if version == 3:
+            layout, attributes = RECORD_LIST, None
+        else:
+            layout, attributes = ITEM_LIST, split_lenient(attr)
+        # Java: any Compress value but 1 means raw
+        yield _Block(index, item_count, attr, attributes, layout, data, data_at, flag == 1)
 
 
 def _snappy_block(data, max_decompressed: int) -> bytes:
     return decompress("snappy", data, max_decompressed, fmt=FORMAT)
 
 
-def item_list(data, where: str) -> list[bytes]:
-    """`(ItemLen int32, ItemData)*` filling `data` exactly (section 3)."""
-    out = []
-    pos = 0
+def _item_chunks(data, rows: int, span: int, where: str) -> Iterator[list[bytes]]:
+    """`(ItemLen int32, ItemData)*` filling `data` exactly (section 3), as lists of item
+    bodies: at most `rows`, ending once they span `span` bytes."""
+    out: list[bytes] = []
+    done = pos = mark = 0
     end = len(data)
     unpack = INT32.unpack_from
     while pos < end:
         if end - pos < 4:
             raise DecodeError(
-                FORMAT, "truncated", f"{where}: {end - pos} stray bytes after item {len(out)}"
+                FORMAT,
+                "truncated",
+                f"{where}: {end - pos} stray bytes after item {done + len(out)}",
             )
         (size,) = unpack(data, pos)
         pos += 4
@@ -256,65 +393,85 @@ def item_list(data, where: str) -> list[bytes]:
             raise DecodeError(
                 FORMAT,
                 "truncated" if size > 0 else "length_out_of_range",
-                f"{where}: item {len(out)} length {size}, {end - pos} bytes left",
+                f"{where}: item {done + len(out)} length {size}, {end - pos} bytes left",
             )
         out.append(bytes(data[pos : pos + size]))
         pos += size
-    return out
+        if len(out) == rows or pos - mark >= span:
+            yield out
+            done += len(out)
+            out = []
+            mark = pos
+    if out:
+        yield out
 
 
-def _sized(data, pos: int, what: str, where: str) -> tuple[bytes, int]:
-    """A positive int32 length and that many bytes (V3 and V4 form B: Java stops its
-    parse at a length <= 0 and drops what it read, so that is an error here)."""
-    if len(data) - pos < 4:
+def _pair_chunks(
+    data, rows: int, span: int, where: str, records: bool
+) -> Iterator[tuple[list[bytes], list[str]]]:
+    """`(ItemLen, ItemData, IAttrLen, IAttr)*` to the end of `data` (V4 form B), or V3's
+    record list (section 6): RecordLen int32, then pairs that fill exactly RecordLen bytes.
+    As (bodies, private attrs) lists, chunked like `_item_chunks`."""
+    bodies: list[bytes] = []
+    privates: list[str] = []
+    done = pos = mark = 0
+    end = len(data)
+    while pos < end:
+        stop, label, start = end, where, done + len(bodies)
+        if records:
+            stop = _record_end(data, pos, where)
+            label = f"{where} record at {pos}"
+            pos += 4
+        while pos < stop:
+            n = done + len(bodies) - start  # pairs are counted per record
+            body, pos = _sized(data, pos, stop, f"item {n}", label)
+            raw, pos = _sized(data, pos, stop, f"item {n} private attr", label)
+            bodies.append(body)
+            privates.append(utf8(raw, f"{label} item {n} private attr"))
+            if len(bodies) == rows or pos - mark >= span:
+                yield bodies, privates
+                done += len(bodies)
+                bodies, privates = [], []
+                mark = pos
+    if bodies:
+        yield bodies, privates
+
+
+def _record_end(data, pos: int, where: str) -> int:
+    """Where the V3 record whose RecordLen is at `pos` ends. RecordLen 0 is an empty
+    record (`addMsg` of an empty buffer), which Java skips; a negative one is an error."""
+    end = len(data)
+    if end - pos < 4:
+        raise DecodeError(FORMAT, "truncated", f"{where}: {end - pos} stray bytes")
+    (size,) = INT32.unpack_from(data, pos)
+    if size < 0 or size > end - pos - 4:
+        raise DecodeError(
+            FORMAT,
+            "truncated" if size > 0 else "invalid_item",
+            f"{where}: RecordLen {size}, {end - pos - 4} bytes left",
+        )
+    return pos + 4 + size
+
+
+def _sized(data, pos: int, end: int, what: str, where: str) -> tuple[bytes, int]:
+    """A positive int32 length and that many bytes before `end` (V3 and V4 form B: Java
+    stops its parse at a length <= 0 and drops what it read, so that is an error here)."""
+    if end - pos < 4:
         raise DecodeError(FORMAT, "truncated", f"{where}: {what} length runs past the end")
     (size,) = INT32.unpack_from(data, pos)
     pos += 4
     if size <= 0:
         raise DecodeError(FORMAT, "invalid_item", f"{where}: {what} length {size} (Java stops)")
-    if size > len(data) - pos:
+    if size > end - pos:
         raise DecodeError(
-            FORMAT, "truncated", f"{where}: {what} length {size}, {len(data) - pos} bytes left"
+            FORMAT, "truncated", f"{where}: {what} length {size}, {end - pos} bytes left"
         )
     return bytes(data[pos : pos + size]), pos + size
 
 
-def item_attr_pairs(data, where: str) -> tuple[list[tuple[bytes, str]], int]:
-    """`(ItemLen, ItemData, IAttrLen, IAttr)*` from the start of `data` to its end."""
-    pairs = []
-    pos = 0
-    while pos < len(data):
-        body, pos = _sized(data, pos, f"item {len(pairs)}", where)
-        raw, pos = _sized(data, pos, f"item {len(pairs)} private attr", where)
-        pairs.append((body, utf8(raw, f"{where} item {len(pairs)} private attr")))
-    return pairs, pos
-
-
-def _v3_records(data, where: str) -> list[tuple[bytes, str]]:
-    """V3 record list (section 6): RecordLen int32, then item/private-attr pairs that fill
-    exactly RecordLen bytes."""
-    pairs: list[tuple[bytes, str]] = []
-    pos = 0
-    end = len(data)
-    while pos < end:
-        if end - pos < 4:
-            raise DecodeError(FORMAT, "truncated", f"{where}: {end - pos} stray bytes")
-        (size,) = INT32.unpack_from(data, pos)
-        pos += 4
-        if size <= 0 or size > end - pos:
-            raise DecodeError(
-                FORMAT,
-                "truncated" if size > 0 else "invalid_item",
-                f"{where}: RecordLen {size}, {end - pos} bytes left",
-            )
-        record, _ = item_attr_pairs(data[pos : pos + size], f"{where} record at {pos - 4}")
-        pairs.extend(record)
-        pos += size
-    return pairs
-
-
-def _parse_v4(cursor: Cursor, max_decompressed: int) -> Message:
-    """V4 (section 7): the DataProxy binary message between the magics."""
+def _parse_v4(cursor: Cursor) -> tuple[tuple, list[_Block]]:
+    """V4 (section 7): the DataProxy binary message between the magics; its header
+    fields in `Message` order, and its body as the one block."""
     (
         _total_len,
         msg_type,
@@ -335,48 +492,16 @@ def _parse_v4(cursor: Cursor, max_decompressed: int) -> Message:
     (attr_len,) = cursor.unpack(_UINT16, "V4 AttrLen")
     raw_attr = bytes(cursor.take(attr_len, "V4 Attr"))
     cursor.take(2, "V4 inner magic")  # not checked, as in Java
-    attr = _at(body_at + body_len + 2, utf8, raw_attr, "common attr")
-    common = _at(body_at + body_len + 2, split_strict, attr, "common attr") if attr else {}
+    with _At(body_at + body_len + 2):
+        attr = utf8(raw_attr, "common attr")
+        common = split_strict(attr, "common attr") if attr else {}
     common["dt"] = str(data_time * 1000)
     if not ext & EXT_STRING_IDS:
         common["groupId"] = str(group_num)
         common["streamId"] = str(stream_num)
     common["cnt"] = str(msg_count)
+    layout = PAIR_LIST if ext & EXT_PRIVATE_ATTRS else ITEM_LIST
     compressed = (msg_type & 0xE0) >> 5 == ZIP_SNAPPY
-    if compressed:
-        body = _snappy(body, max_decompressed, body_at)
-    items: list[Item] = []
-    if ext & EXT_PRIVATE_ATTRS:
-        pairs, _ = _at(body_at, item_attr_pairs, body, "V4 body")
-        for body_bytes, private in pairs:
-            own = _at(body_at, split_strict, private, f"item {len(items)} private attr")
-            items.append(
-                Item(
-                    len(items),
-                    None,
-                    attr,
-                    {**own, **common},
-                    private,
-                    own,
-                    None,
-                    compressed,
-                    body_bytes,
-                )
-            )
-    else:
-        for body_bytes in _at(body_at, item_list, body, "V4 body"):
-            items.append(
-                Item(len(items), None, attr, common, None, None, None, compressed, body_bytes)
-            )
-    return Message(
-        4,
-        data_time * 1000,
-        msg_count,
-        msg_type,
-        group_num,
-        stream_num,
-        ext,
-        data_time,
-        unique_id,
-        items,
-    )
+    header = (4, data_time * 1000, msg_count, msg_type, group_num, stream_num, ext, data_time,
+              unique_id)  # fmt: skip
+    return header, [_Block(None, None, attr, common, layout, body, body_at, compressed)]

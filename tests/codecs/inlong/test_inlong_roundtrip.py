@@ -7,6 +7,7 @@ dicts, so the attribute map each row must carry is known without the decoder's h
 
 from __future__ import annotations
 
+import pytest
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,10 +23,12 @@ KEY = st.text(
 # V0-V3 values: anything but '&' (Sort's split reads a later '=' as part of the value),
 # including NUL and characters outside the BMP (modified UTF-8)
 LENIENT_VALUE = st.text(st.characters(blacklist_characters="&", codec="utf-8"), max_size=12)
-# V4 values: Guava's strict splitter trims and rejects '=' in a value
+# V4 values: Guava's strict splitter trims its whitespace (Unicode White_Space: these
+# characters and categories; not U+001C-U+001F, which Python's strip() would take too)
+# and rejects '=' in a value
 STRICT_VALUE = st.text(
     st.characters(
-        blacklist_characters="&= \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0",
+        blacklist_characters="&= \t\n\r\x0b\x0c\x85",
         blacklist_categories=("Zs", "Zl", "Zp", "Cs"),
     ),
     max_size=12,
@@ -88,8 +91,8 @@ def v3_message(draw):
         st.lists(
             st.tuples(
                 st.dictionaries(KEY, LENIENT_VALUE, min_size=1, max_size=3),
-                st.lists(
-                    st.lists(st.tuples(NONEMPTY_ITEM, PRIVATE), min_size=1, max_size=3),
+                st.lists(  # records; an empty one is addMsg of an empty buffer
+                    st.lists(st.tuples(NONEMPTY_ITEM, PRIVATE), max_size=3),
                     min_size=1,
                     max_size=3,
                 ),
@@ -111,7 +114,9 @@ def v3_message(draw):
                     item_row(text, {**common, **private}, body, compress, block_index=index,
                              private_attr=join(private), private_attributes=private)
                 )  # fmt: skip
-    header = {"version": 3, "create_time_ms": create, "msg_count": len(rows)}
+    # Java's MsgCnt: one per addMsg, plus the extra pairs of a record holding several
+    msg_count = sum(max(len(record), 1) for _, records in blocks for record in records)
+    header = {"version": 3, "create_time_ms": create, "msg_count": msg_count}
     return data, header, rows
 
 
@@ -222,3 +227,27 @@ def test_every_version_and_compression_round_trips():
         assert {(r["group_id"], r["stream_id"], r["compressed"]) for r in rows} == {
             ("g", "s", compress)
         }
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_v3_empty_record_is_skipped_like_java(compress):
+    """`addMsg(attr, emptyBuffer)` writes a V3 record of RecordLen 0 (and counts it in
+    MsgCnt); Java's parser skips it and returns every other item, and so does this one."""
+    records = [[(b"a", "k=1")], [], [(b"b", "k=2"), (b"c", "k=3")], [], [(b"d", "k=4")]]
+    data = enc.encode_v3([("m=0&dt=1700000000000", records)], 5, compress=compress)
+    got = checked(data)
+    assert not got.quarantined
+    assert [row["body"] for row in got.rows] == [b"a", b"b", b"c", b"d"]
+    assert [row["private_attr"] for row in got.rows] == ["k=1", "k=2", "k=3", "k=4"]
+    assert [row["item_index"] for row in got.rows] == [0, 1, 2, 3]
+    assert {row["msg_count"] for row in got.rows} == {6}  # Java's: 1 + 1 + 2 + 1 + 1
+    assert got.accounting.records_good == 4 and got.accounting.frames_good == 1
+
+
+def test_v3_negative_record_length_is_still_an_error():
+    """Only RecordLen 0 is skipped: a negative one is `invalid_item` (the whole message)."""
+    data = enc.encode_v3([("a=1", [[(b"a", "k=1")], [], [(b"b", "k=2")]])], 5)
+    empty = data.index(b"\x00" * 4, data.index(b"k=1"))  # the empty record's RecordLen
+    bad = data[:empty] + b"\xff\xff\xff\xff" + data[empty + 4 :]
+    got = checked(bad)
+    assert got.rows == [] and [q.kind for q in got.quarantined] == ["invalid_item"]

@@ -201,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"started the Airflow stack for this backfill ({time.monotonic() - began:.0f} s)")
     try:
         states = backfill(Api(state["url"]), sources, args)
+    except RuntimeError as error:  # the API refused, e.g. a backfill of the DAG still runs
+        print(f"wirelake: {error}", file=sys.stderr)
+        return 1
     finally:
         if started_here:
             stack.down()

@@ -36,7 +36,7 @@ FRAMINGS = ("message", "length_prefixed")
 OPTIONS: dict[str, object] = {
     "framing": "message",  # message: one message per file | length_prefixed: u32 BE + message
     "max_message_bytes": 64 << 20,  # a longer message (or length prefix) is not trusted
-    "max_decompressed_bytes": 256 << 20,  # per snappy block / V4 body: a bigger output is a bomb
+    "max_decompressed_bytes": 128 << 20,  # per snappy block / V4 body: a bigger output is a bomb
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
 PREFIX = UINT32  # the length prefix of `length_prefixed` files

@@ -52,7 +52,7 @@ FORMAT = "kafka"
 
 OPTIONS: dict[str, int] = {
     "max_frame_bytes": 128 << 20,  # a larger size field is not trusted: rest of file quarantined
-    "max_decompressed_bytes": 256 << 20,  # per batch / wrapper: a bigger output is a bomb
+    "max_decompressed_bytes": 128 << 20,  # per batch / wrapper: a bigger output is a bomb
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
 

@@ -1,6 +1,6 @@
 """Decoder for Heka framed protobuf streams: 0x1E, header length, header, 0x1F, body.
 
-The walk (../shared/formats/heka.md §1) looks for a record separator, checks that the
+The walk (the Heka byte-level spec §1) looks for a record separator, checks that the
 header length lands on the unit separator, that the header parses, and that its
 `message_length` is in 1..`max_message_size`; anything else is not a frame, and the search
 goes on one byte after that 0x1E (Heka's splitter), the bytes passed over counted as

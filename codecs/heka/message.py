@@ -13,7 +13,7 @@ Semantics follow proto2 parsing as the runtime does it: the last value of a scal
 wins, repeated fields append, packed and unpacked encodings of repeated numerics are both
 accepted (and may mix), a known field number with the wrong wire type is an unknown field,
 and required fields are not enforced here (the decoder applies its own policy).
-Layouts: ../shared/formats/heka.md §2 (Header) and §3 (Message, Field).
+Layouts: the Heka byte-level spec §2 (Header) and §3 (Message, Field).
 """
 
 from __future__ import annotations

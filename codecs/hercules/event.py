@@ -1,6 +1,6 @@
 """One Hercules event off a buffer: the code the file decoder and the Kafka payload share.
 
-Layout: ../shared/formats/hercules.md (§2 event, §3 container, §4 types, §5 vectors). The
+Layout: the Hercules byte-level spec (§2 event, §3 container, §4 types, §5 vectors). The
 reader walks an event completely (the format has no length prefix, so that is the only
 way to find where the next one starts) and appends one entry per tag, container and
 vector element to a flat list (`schema.TAG_TYPE` order), while building the plain JSON

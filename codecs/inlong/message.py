@@ -1,6 +1,6 @@
 """One InLongMsg message (V0-V4): its header fields, and its data items in chunks.
 
-Byte layouts: ../shared/formats/inlong.md (section numbers below refer to it). A message
+Byte layouts: the InLong byte-level spec (section numbers below refer to it). A message
 is a whole buffer: front magic 0F0V, a version-specific payload, the same magic last. The
 parse is strict where Java's `InLongMsg` is lazy or lenient; every place where Java
 throws, returns null, stops silently or pads with zeros is a `DecodeError` here:

@@ -3,7 +3,7 @@
 The walk reads each entry's 17-byte prefix (offset, size, CRC or epoch, magic), takes the
 whole entry (`12 + size` bytes) and hands it to the reader for its magic: `_read_legacy`
 (v0/v1 messages and compressed wrappers) or `_read_v2` (record batches). Byte layouts,
-offset and timestamp rules: ../shared/formats/kafka.md (section numbers below refer to it).
+offset and timestamp rules: the Kafka byte-level spec (section numbers below refer to it).
 
 Damage is handled as Kafka's own tools see it: a CRC mismatch still yields the records
 (`crc_valid` false, the DumpLogSegments view); a complete entry whose records cannot be

@@ -11,7 +11,8 @@ on every decode, whatever the bytes:
 * the accounting is balanced over exactly the input's size, `records_good` counts the
   rows, and the quarantined items (file order, no overlap, each with its head bytes) add
   up to `bytes_quarantined`;
-* the read sizes change nothing: rows, quarantine and accounting are the same;
+* neither the read sizes, nor the batch size, nor (Kafka) the v2 record walk changes
+  anything: rows, companion rows, quarantine and accounting are the same;
 * with `Limits`, each decode finishes within a time and a memory (tracemalloc) budget.
   The fuzzer leaves these to libFuzzer's -timeout and -rss_limit_mb instead.
 

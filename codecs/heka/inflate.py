@@ -73,10 +73,17 @@ class RawSource:
         return piece
 
     def read(self, n: int) -> bytes:
+        """`n` bytes, fewer only at the end of the file: how the stream happens to cut its
+        reads must not move the place where an inflater meets damage."""
+        parts = []
         if self._head:
             piece, self._head = self._head[:n], self._head[n:]
-            return piece
-        return self._read(n)
+            parts.append(piece)
+            n -= len(piece)
+        while n > 0 and (piece := self._read(n)):
+            parts.append(piece)
+            n -= len(piece)
+        return b"".join(parts)
 
     def rewind(self) -> bool:
         """Read the file again from its first byte (what was read is replayed, not counted

@@ -27,6 +27,7 @@ from wirecodecs.kafka.decoder import OPTIONS as KAFKA_OPTIONS
 from wirecodecs.kafka.decoder import decode as decode_kafka
 from wirecodecs.kafka.index import split
 from wirecodecs.registry import WireFormat
+from wirecodecs.rows import in_batches
 
 ENVELOPE_FIELDS = [
     pa.field("kafka_topic", pa.string()),  # from a `<topic>-<partition>/` folder, else null
@@ -68,6 +69,7 @@ def carrying(payload: WireFormat) -> WireFormat:
         payload_options = {
             name: options.get(name, default) for name, default in payload.options.items()
         }
+        batch_rows = options.get("batch_rows", KAFKA_OPTIONS["batch_rows"])
         rows_written = 0
         for item in decode_kafka(stream, source, accounting, kafka_options):
             if isinstance(item, Quarantined):
@@ -91,9 +93,9 @@ def carrying(payload: WireFormat) -> WireFormat:
                     "byte_offset": record["byte_offset"],
                 }
                 rows.extend({**row, **lineage, **envelope} for row in decoded)
-            if rows:
+            if rows:  # a value may carry several messages: more rows than records
                 rows_written += len(rows)
-                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                yield from in_batches(pa.RecordBatch.from_pylist(rows, schema=schema), batch_rows)
         accounting.records_bad += accounting.payloads_bad
         accounting.records_good = rows_written
 

@@ -28,10 +28,6 @@ SMOKE_RUNS = 100  # inputs per target, seeds included
 SMOKE_MAX_LEN = 2048  # bytes: seeds are cut there, so each input is quick
 # Open bugs that the smoke run meets (each reported with its minimised input): the mark
 # goes with the fix.
-OPEN = {
-    "kafka+inlong": "codecs/kafka/carrier.py yields a Kafka flush's payload rows as one batch, "
-    "over batch_rows when a value carries several messages",
-}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -72,13 +68,7 @@ def test_cernan_datums_of_no_bytes_are_charged_a_byte_of_their_block(count, deco
     assert [q.kind for q in got.quarantined] == ([] if decoded else ["avro_datum_decode_failed"])
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        pytest.param(name, marks=[pytest.mark.xfail(reason=OPEN[name])] if name in OPEN else [])
-        for name in TARGETS
-    ],
-)
+@pytest.mark.parametrize("target", list(TARGETS))
 def test_fuzzer_smoke(target: str, tmp_path: Path) -> None:
     seeds = tmp_path / "seeds"
     seed_files(TARGETS[target], seeds)

@@ -26,8 +26,6 @@ LIMITS = Limits(seconds=10, base_bytes=64 << 20, bytes_per_input_byte=64)
 FUZZER = Path(__file__).resolve().parents[1] / "fuzz" / "fuzz_decoders.py"
 SMOKE_RUNS = 100  # inputs per target, seeds included
 SMOKE_MAX_LEN = 2048  # bytes: seeds are cut there, so each input is quick
-# Open bugs that the smoke run meets (each reported with its minimised input): the mark
-# goes with the fix.
 
 
 @pytest.fixture(scope="module", autouse=True)

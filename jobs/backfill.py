@@ -27,6 +27,7 @@ sys.path.insert(0, str(stack.ROOT / "dags"))
 from dag_factory import _paths, load_config
 
 DONE = {"success", "failed"}
+BUSY_WAIT_SECONDS = 120  # how long a busy metadata database is waited for, per call
 
 
 class Api:
@@ -47,12 +48,18 @@ class Api:
         )
         if auth:
             request.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
-            raise RuntimeError(f"{method} {path}: HTTP {error.code}: {detail}") from None
+        waited = 0.0
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return json.loads(response.read() or b"{}")
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode(errors="replace")
+                # 503 while another Airflow process holds SQLite's write lock: try again
+                if error.code != 503 or waited >= BUSY_WAIT_SECONDS:
+                    raise RuntimeError(f"{method} {path}: HTTP {error.code}: {detail}") from None
+            time.sleep(2)
+            waited += 2
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -79,8 +79,9 @@ def _data_root(config: dict[str, Any]) -> str:
     return data_root if "://" in data_root else str((PROJECT_ROOT / data_root).resolve())
 
 
-def _paths(config: dict[str, Any], source: str) -> dict[str, str]:
-    """Landing (templated with {{ ds }}), warehouse and reports locations for a source."""
+def source_paths(config: dict[str, Any], source: str) -> dict[str, str]:
+    """Landing (templated with {{ ds }}), warehouse and reports locations for a source: what
+    its DAG passes to the jobs, and where `./wirelake backfill` reads each day's figures."""
     paths = config.get("paths", {})
     fields = {"data_root": _data_root(config), "source": source, "ds": "{{ ds }}"}
     return {
@@ -141,7 +142,7 @@ def _spark_task(
 def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
     """One daily DAG: wait for the landing marker, decode to Parquet, validate the partition."""
     settings = {**config.get("defaults", {}), **source.get("defaults", {})}
-    paths = _paths(config, name)
+    paths = source_paths(config, name)
     on_failure = notifiers(config.get("alerts"), name, paths["reports"])
     check = settings.get("landing_check", {})
     decode = source["decode"]

@@ -24,7 +24,7 @@ import pyarrow.dataset as ds
 from jobs import layout, stack
 
 sys.path.insert(0, str(stack.ROOT / "dags"))
-from dag_factory import _paths, load_config
+from dag_factory import load_config, source_paths
 
 DONE = {"success", "failed"}
 BUSY_WAIT_SECONDS = 120  # how long a busy metadata database is waited for, per call
@@ -158,7 +158,7 @@ def backfill(api: Api, sources: list[str], args: argparse.Namespace) -> dict[tup
 
 def day_row(config: dict, source: str, day: str, state: str) -> list[str]:
     """One line of the closing table, read from the day's manifest and validation report."""
-    paths = _paths(config, source)
+    paths = source_paths(config, source)
     date = dt.date.fromisoformat(day)
     manifest_path = Path(layout.manifest_path(paths["warehouse"], source, date))
     report_path = Path(layout.validation_path(paths["reports"], source, date))

@@ -5,7 +5,8 @@ Expectations expectations for one run (`RunFacts`: the day and the decode manife
 expectation's `meta` says whether its failure is critical (fails the run) and why it
 exists. Shared here: checksum verdicts within an error budget, event times inside the
 run's window, required columns, ids unique, and the row count reconciled with the manifest;
-every suite also checks the day's bad-byte rate against the gate it was decoded under.
+every suite also checks the day's bad-byte rate against the gate it was decoded under, and
+its row count against the usual volume of the days before (the metrics table).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 
+from jobs.metrics import VOLUME_DAYS, VOLUME_MIN_DAYS, VOLUME_TOLERANCE, volume_band
 from wirecodecs.registry import overlay
 
 # Parameters of `in_run_window` (a suite lists them among its own, with these defaults).
@@ -25,14 +27,21 @@ WINDOW = {
     "max_lateness_hours": 24.0,  # how far before day D an event may have happened
     "max_clock_skew_minutes": 10.0,  # how far after day D a producer clock may run ahead
 }
+# Parameters of `rows_near_usual_volume`, which every suite accepts.
+VOLUME = {
+    "volume_tolerance": VOLUME_TOLERANCE,  # share the rows may differ from the trailing median
+    "volume_critical": 0.0,  # 1: a day outside that band fails the run (default: a warning)
+}
 
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What a suite is built for: the logical date and the manifest of the decode run."""
+    """What a suite is built for: the logical date, the manifest of the decode run and the
+    checked table's rows on the days before (oldest first, from the metrics table)."""
 
     date: dt.date
     manifest: Mapping
+    trailing_rows: Sequence[int] = ()
 
 
 Param = float | str  # a number, or text (a list is comma-separated text: see `names_list`)
@@ -55,9 +64,10 @@ class SuiteSpec:
     def resolve(self, given: Mapping[str, object]) -> dict[str, Param]:
         """Defaults overlaid with `given`, each value of its default's kind (number or
         text); an unknown parameter or a value of the wrong kind is a configuration error."""
-        params = overlay(self.defaults, given, f"parameter(s) for suite {self.name}")
+        defaults = {**VOLUME, **self.defaults}
+        params = overlay(defaults, given, f"parameter(s) for suite {self.name}")
         for key, value in params.items():
-            if isinstance(self.defaults[key], str):
+            if isinstance(defaults[key], str):
                 params[key] = str(value)
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 params[key] = float(value)
@@ -69,7 +79,11 @@ class SuiteSpec:
         params = self.resolve(given)
         return gx.ExpectationSuite(
             name=self.name,
-            expectations=[*self.expectations(facts, params), bad_bytes_within_gate(facts)],
+            expectations=[
+                *self.expectations(facts, params),
+                bad_bytes_within_gate(facts),
+                rows_near_usual_volume(facts, params),
+            ],
             meta={"description": self.description, "dt": facts.date.isoformat(), **params},
         )
 
@@ -163,4 +177,25 @@ def bad_bytes_within_gate(facts: RunFacts) -> Expectation:
         unexpected_rows_query=query,
         description=f"bytes not decoded are at most {limit:.2%} of the day's bytes",
         meta=meta(True, "undecoded bytes are data lost: one bad length can hide a whole file"),
+    )
+
+
+def rows_near_usual_volume(facts: RunFacts, params: Mapping[str, Param]) -> Expectation:
+    """The day's rows lie within `volume_tolerance` of the median of the days before, so a
+    day that lost a third of its rows does not pass silently; any count passes until the
+    metrics table knows enough earlier days."""
+    critical = bool(params["volume_critical"])
+    band = volume_band(list(facts.trailing_rows), float(params["volume_tolerance"]))
+    if band is None:
+        why = (
+            f"only {len(facts.trailing_rows)} earlier day(s) in the metrics table (fewer than "
+            f"{VOLUME_MIN_DAYS}): no usual volume yet, so any row count passes"
+        )
+        return gxe.ExpectTableRowCountToBeBetween(min_value=0, meta=meta(critical, why))
+    median, low, high = band
+    why = "a day far from its usual volume lost or duplicated data upstream"
+    return gxe.ExpectTableRowCountToBeBetween(
+        min_value=low,
+        max_value=high,
+        meta={**meta(critical, why), "trailing_median": median, "trailing_days": VOLUME_DAYS},
     )

@@ -53,7 +53,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
 import wirecodecs
-from jobs import layout, storage
+from jobs import layout, metrics, storage
 from jobs.cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -329,7 +329,8 @@ def combined(reports: list[dict]) -> dict:
         }
     accounting["stop_reason"] = reports[-1]["accounting"]["stop_reason"]
     first_bad = [bad for report in reports for bad in report["first_bad"]]
-    return {"accounting": accounting, "first_bad": first_bad[:SHOWN_BAD_FRAMES]}
+    figures = metrics.merge(report["figures"] for report in reports)
+    return {"accounting": accounting, "first_bad": first_bad[:SHOWN_BAD_FRAMES], "figures": figures}
 
 
 def remove_parts(staging: Mapping[str | None, str], units: Iterable[Unit]) -> None:
@@ -570,6 +571,8 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         len(listing.ignored),
     )
     withdraw_validation(args.reports, args.source, fmt.tables, args.date)
+    checked = [layout.table_name(args.source, table) for table in [None, *fmt.tables]]
+    metrics.withdraw(args.warehouse, "validate", checked, args.date)
     tables = output_tables(args, fmt)
     for table in tables.values():
         remove_leftovers(table, args.date)
@@ -579,7 +582,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         for key, table in tables.items()
         if key != QUARANTINE or args.error_policy != "skip"
     }
-    work = Work(args.envelope, args.payload, args.options, listing.filesystem, staging)
+    work = Work(args.envelope, args.payload, args.options, listing.filesystem, staging, args.date)
     try:
         splits = find_split_points(spark, listing.files, fmt, work, args.split_bytes, partitions)
         for uri, found in splits.items():
@@ -615,6 +618,8 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         **figures,
     }
     manifest = build_manifest(args, accounts, totals, listing, run_info)
+    figures = metrics.merge(report["figures"] for report in reports)
+    metrics.record_decode(args.warehouse, manifest, figures, manifest_path)
     storage.write_json(manifest_path, manifest)
     return manifest
 

@@ -17,6 +17,7 @@ driver state.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import io
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pyarrow import fs as pafs
 
 import wirecodecs
 from jobs import storage
+from jobs.metrics import PartFigures
 from wirecodecs import FileAccounting, Quarantined, WireFormat
 from wirecodecs.registry import TableRows
 
@@ -81,6 +83,7 @@ class Work:
     options: Mapping[str, object]
     landing: pafs.FileSystem
     staging: Mapping[str | None, str]
+    day: dt.date | None = None  # the run's day: event times are counted by its hours
 
 
 def find_splits(files: Iterable[tuple[str, str, int, list[int]]], work: Work) -> Iterator[dict]:
@@ -147,6 +150,7 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
     first_bad: list[dict] = []
     bad: list[Quarantined] = []
     parts = _Parts(unit, work.staging)
+    figures = PartFigures(work.day)  # the unit's share of the day's metrics (jobs.metrics)
     shifts = {"byte_offset": unit.start, **unit.shifts} if unit.start else {}
     try:
         with _open(unit, work.landing) as stream:
@@ -155,6 +159,7 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
                     item = _shifted(item, shifts)
                 if isinstance(item, Quarantined):
                     counts["quarantine_items"] += 1
+                    figures.quarantined(item.source, item.byte_offset, item.kind)
                     if len(first_bad) < SHOWN_BAD_FRAMES:
                         first_bad.append(_described(item))
                     bad.append(item)
@@ -164,10 +169,12 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
                 elif isinstance(item, TableRows):
                     _check_schema(item.batch, fmt.tables.get(item.table), item.table)
                     counts["table_rows"][item.table] += item.batch.num_rows
+                    figures.rows(item.table, item.batch)
                     parts.write(item.table, item.batch)
                 else:
                     _check_schema(item, row_schema, None)
                     counts["rows"] += item.num_rows
+                    figures.rows(None, item)
                     parts.write(None, item)
         parts.write(QUARANTINE, _quarantine_batch(bad, fmt.name))
     finally:
@@ -176,6 +183,7 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
         "unit": unit.index,
         "accounting": {**accounting.to_dict(), **counts},
         "first_bad": first_bad,
+        "figures": figures.figures,
     }
 
 

@@ -27,7 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 import wirecodecs
 from expectations import registry, runner
 from expectations.checks import RunFacts
-from jobs import layout, storage
+from jobs import layout, metrics, storage
 from jobs.cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -95,7 +95,10 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     """Validate and publish; returns what validation.json holds: the Great Expectations
     validation result, plus the run's figures (source, dt, params, failures...)."""
     manifest_location, manifest = read_manifest(args)
-    suite = registry.get(args.suite).build(RunFacts(args.date, manifest), args.params)
+    trailing = metrics.trailing_rows(
+        args.warehouse, args.source, args.table, args.date, metrics.VOLUME_DAYS
+    )  # the checked table's rows on earlier days: the volume expectation's usual level
+    suite = registry.get(args.suite).build(RunFacts(args.date, manifest, trailing), args.params)
     frame = read_partition(spark, args, manifest)  # the Spark data source persists it
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
@@ -119,6 +122,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         "result_path": layout.validation_path(args.reports, args.checked, args.date),
     }
     storage.write_json(report["result_path"], report)
+    metrics.record_validation(args.warehouse, report)
     return report
 
 

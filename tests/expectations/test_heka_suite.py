@@ -64,7 +64,7 @@ def run_suite(spark, rows, records_good, tmp_path, **params) -> runner.Outcome:
 def test_suite_passes_on_good_rows(spark, good_rows, tmp_path):
     outcome = run_suite(spark, good_rows, len(good_rows), tmp_path, signed=0)
     assert outcome.failures == []
-    assert outcome.result["statistics"]["evaluated_expectations"] == 14
+    assert outcome.result["statistics"]["evaluated_expectations"] == 15
 
 
 def test_signed_source_needs_a_signature_on_every_record(spark, good_rows, tmp_path):

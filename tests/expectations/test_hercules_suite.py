@@ -91,7 +91,7 @@ def test_common_tags_are_checked_by_hpath_and_refuse_anything_else():
 def test_suite_passes_on_a_decoded_day(spark, gate_rows, tmp_path):
     outcome = run_suite(spark, "hercules", gate_rows, len(gate_rows), tmp_path)
     assert outcome.failures == []
-    assert outcome.result["statistics"]["evaluated_expectations"] == 12
+    assert outcome.result["statistics"]["evaluated_expectations"] == 13
 
 
 @pytest.mark.spark

@@ -114,7 +114,7 @@ def test_unknown_suite_parameter_is_refused():
 def test_suite_passes_on_golden_rows(spark, good_rows, tmp_path):
     outcome = run_suite(spark, good_rows, len(good_rows), tmp_path)
     assert outcome.failures == []
-    assert outcome.result["statistics"]["evaluated_expectations"] == 14
+    assert outcome.result["statistics"]["evaluated_expectations"] == 15
     assert (tmp_path / "docs" / "index.html").is_file()
 
 

@@ -120,6 +120,15 @@ def _asset(source: str, table: str, suffix: str = "") -> Asset:
     return Asset(name=f"wirelake_{table}{suffix}", uri=f"wirelake://{source}/{table}{suffix}")
 
 
+def validated_assets(config: dict[str, Any]) -> list[Asset]:
+    """The "validated" Asset of every table the sources' suites check (the report's schedule)."""
+    return [
+        _asset(name, table, "/validated")
+        for name, source in config["sources"].items()
+        for table in dict.fromkeys(entry.get("table", name) for entry in validations(source))
+    ]
+
+
 def _spark_task(
     task_id: str, job: str, args: list[str], source: str, settings: dict, outlets: list[Asset]
 ) -> Any:

@@ -57,8 +57,25 @@ def alert(context: Any, source: str) -> dict[str, Any]:
     }
 
 
+def anomalies_alert(day: str, anomalies: list[dict[str, Any]], page: str) -> dict[str, Any]:
+    """The facts of a daily report that found anomalies (jobs/report.py), for the same
+    notifiers: what is unusual, per source, and where the page is."""
+    return {
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "source": ", ".join(sorted({anomaly["source"] for anomaly in anomalies})),
+        "day": day,
+        "task_id": "report",
+        "title": f"wirelake: daily report {day}: {len(anomalies)} anomal"
+        + ("y" if len(anomalies) == 1 else "ies"),
+        "reason": "\n".join(f"{a['source']}: {a['message']}" for a in anomalies),
+        "page": page,
+    }
+
+
 def text(facts: dict[str, Any]) -> str:
     """One readable message: first line says what failed, then the job's reason."""
+    if "title" in facts:  # a daily report's anomalies
+        return f"{facts['title']}\n{facts['reason']}\nreport: {facts['page']}"
     return (
         f"wirelake: {facts['source']} {facts['day']} task {facts['task_id']} failed "
         f"(try {facts['try_number']}, run {facts['run_id']})\n{facts['reason']}"

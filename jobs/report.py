@@ -29,7 +29,7 @@ DEFAULT_CONFIG = ROOT / "dags" / "sources.yaml"
 DAILY_DIR = "_daily"
 TOP_ERRORS = 3  # error kinds shown per source
 RATE_FACTOR = 2.0  # a rate is above its usual level at this multiple of its trailing median
-RATE_MARGIN = 0.001  # ... and at least this much (0.1 percentage point) above it
+RATE_MARGIN = 0.01  # ... and at least one percentage point above it (small days vary)
 STATUSES = ("passed", "warnings", "critical failure", "not run", "no landing")
 
 

@@ -2,7 +2,9 @@
 
 Writes a day of sample dumps with the project's own encoders, runs each source's DAG for
 that date with `airflow dags test` (landing check, spark-submit decode, spark-submit
-validate against local Spark), then prints what was produced and where.
+validate against local Spark), then prints what was produced and where, and builds the
+day's data-quality report. A few earlier sample days are decoded first without Spark
+(`jobs.sample_history`), so that the report's trends and the volume check have a past.
 Run it as `./wirelake demo [--date YYYY-MM-DD]`, which sets up the environment first.
 """
 
@@ -23,7 +25,7 @@ from queue import Queue
 
 import pyarrow.dataset as ds
 
-from jobs import layout
+from jobs import layout, report, sample_history
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +40,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="logical date of the sample day (default: yesterday, UTC)",
     )
     parser.add_argument("--seed", type=int, default=20261120, help="sample data seed")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=6,
+        help="earlier sample days written for the report's trends (default 6)",
+    )
     parser.add_argument(
         "--sources",
         type=source_list,
@@ -167,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         written = samples.write_sample_day(source, landing, args.date, seed=args.seed)
         print(f"  sample {source}: {written.describe()} -> {landing}", flush=True)
     write_secrets(data_root)
+    config = Path(os.environ.get("WIRELAKE_CONFIG") or ROOT / "dags" / "sources.yaml")
+    sample_history.write_history(config, data_root, sources, args.date, args.history, args.seed)
+    print(f"  {args.history} earlier sample day(s) of each source decoded for the trends")
 
     lanes = [lane_env(env, lane) for lane in range(min(args.lanes, len(sources)))]
     migrate_logs = [logs / f"airflow-db-migrate-lane-{n}.log" for n in range(len(lanes))]
@@ -208,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nProduced:")
     for source in sources:
         print("\n".join(summarize(source, args.date, data_root)))
+    print("\nData-quality report:")
+    report.main(["--date", args.date.isoformat(), "--data-root", str(data_root)])
     if failures:
         print(f"\n{failures} DAG run(s) failed; the logs above say why.")
     return 1 if failures else 0

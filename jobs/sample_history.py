@@ -1,0 +1,108 @@
+"""Earlier sample days written quickly, so that a demo's report has trends to show.
+
+A landed sample day is decoded in this process by the executors' own code
+(`jobs.parts.decode_unit`, no Spark: a small day takes a fraction of a second), its
+partitions, manifest and metrics row written where the decode job writes them. Nothing is
+validated: such a day's own report says "not run", while later days compare against it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import yaml
+from pyarrow import fs as pafs
+
+import wirecodecs
+from jobs import layout, metrics, storage
+from jobs.parts import QUARANTINE, Unit, Work, decode_unit
+from wirecodecs import samples
+from wirecodecs.registry import resolve_options
+
+
+def land(landing_root: Path, source: str, day: dt.date, seed: int) -> Path:
+    """The sample day of `source` in its landing folder (replacing one there)."""
+    landing = Path(layout.landing_dir(str(landing_root), source, day))
+    shutil.rmtree(landing, ignore_errors=True)
+    samples.write_sample_day(source, landing, day, seed=seed)
+    return landing
+
+
+def data_files(landing: Path, fmt: wirecodecs.WireFormat) -> list[Path]:
+    """The files the decode job would decode (markers and hidden files aside)."""
+    return sorted(
+        path
+        for path in landing.rglob("*")
+        if path.is_file()
+        and not any(part.startswith((".", "_")) for part in path.relative_to(landing).parts)
+        and fmt.data_file(str(path.relative_to(landing)))
+    )
+
+
+def decode_day(
+    warehouse: str,
+    source: str,
+    envelope: str,
+    payload: str,
+    options: dict,
+    day: dt.date,
+    landing: Path,
+) -> dict:
+    """Decode a landed day into its partitions, manifest and metrics row; the manifest."""
+    fmt = wirecodecs.source_format(envelope, payload)
+    options = resolve_options(fmt, options)
+    staging = {None: layout.partition_dir(warehouse, source, day)}
+    for table in fmt.tables:
+        staging[table] = layout.partition_dir(warehouse, layout.table_name(source, table), day)
+    staging[QUARANTINE] = layout.quarantine_dir(warehouse, source, day)
+    for folder in staging.values():
+        storage.remove_dir(folder)
+    work = Work(envelope, payload, options, pafs.LocalFileSystem(), staging, day)
+    reports = [
+        decode_unit(fmt, Unit(index, str(path), str(path), path.stat().st_size), work)
+        for index, path in enumerate(data_files(landing, fmt))
+    ]
+    accounts = [report["accounting"] for report in reports]
+    counts = [key for key, value in accounts[0].items() if isinstance(value, int)]
+    totals = {key: sum(account[key] for account in accounts) for key in counts}
+    totals["files"] = len(accounts)
+    totals["table_rows"] = {t: sum(a["table_rows"][t] for a in accounts) for t in fmt.tables}
+    bad = totals["bytes_total"] - totals["bytes_decoded"]
+    totals["bad_byte_rate"] = bad / totals["bytes_total"] if totals["bytes_total"] else 0.0
+    manifest = {
+        "source": source,
+        "format": fmt.name,
+        "dt": day.isoformat(),
+        "landing": str(landing),
+        "outputs": {"quarantine": staging[QUARANTINE]},
+        "run": {"started_at": dt.datetime.now(dt.UTC).isoformat(), "sample_history": True},
+        "totals": totals,
+        "files": accounts,
+    }
+    location = layout.manifest_path(warehouse, source, day)
+    figures = metrics.merge(report["figures"] for report in reports)
+    metrics.record_decode(warehouse, manifest, figures, location)
+    storage.write_json(location, manifest)
+    return manifest
+
+
+def write_history(
+    config_path: Path, data_root: Path, sources: list[str], date: dt.date, days: int, seed: int
+) -> None:
+    """The `days` sample days before `date` of each source, decoded as the sources config
+    says (envelope, payload, decoder options)."""
+    config = yaml.safe_load(Path(config_path).read_text())
+    for source in sources:
+        entry = config["sources"][source]
+        options = {
+            key: value.replace("{data_root}", str(data_root)) if isinstance(value, str) else value
+            for key, value in entry["decode"].get("options", {}).items()
+        }
+        for back in range(days, 0, -1):
+            day = date - dt.timedelta(days=back)
+            landing = land(data_root / "landing", source, day, seed)
+            envelope, payload = entry["envelope"], entry.get("payload", "raw")
+            warehouse = str(data_root / "warehouse")
+            decode_day(warehouse, source, envelope, payload, options, day, landing)

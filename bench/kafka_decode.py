@@ -68,7 +68,7 @@ def write_segment(
             out.write(data)
             written += len(data)
             records += len(batch)
-            timestamp += 1000
+            timestamp += 100  # 10 batches a second: a 1 GB segment spans about 2 hours
     return records
 
 

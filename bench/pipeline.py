@@ -2,7 +2,7 @@
 
 Not a test. Lands a day of --size-mb MB of one format in a scratch folder under .tmp/ (kept
 with --keep), in the layout the decode job reads (Kafka: `<topic>-<partition>/<offset>.log`),
-written by the format's own bench/<fmt>_decode.py generator: files of about FILE_MB MB
+written by the format's own bench/<fmt>_decode.py generator: files of about --file-mb MB
 (fewer for small days, one at least per shape), shapes taking turns (Kafka: v2 segments of
 ~100-byte values, uncompressed and lz4). Then measures, --repeat rounds in turn, best kept:
 
@@ -22,7 +22,8 @@ decode, of wall and of CPU seconds. A run that fails (an OutOfMemoryError, a non
 exit, --timeout) is reported with its exit code and the last lines of its output, and the
 benchmark goes on (a validate run only follows a decode run of the same round that passed).
 
-    ./wirelake bench pipeline [--size-mb 256] [--format kafka] [--repeat 1] [--keep] [--json]
+    ./wirelake bench pipeline [--size-mb 256] [--file-mb 128] [--format kafka] [--repeat 1]
+                               [--keep] [--json]
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ from wirecodecs.registry import TableRows, WireFormat, get, resolve_options
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "dags" / "sources.yaml"
 DAY = dt.date(2026, 9, 21)  # the bench generators' clocks start on that day, 14:13 UTC
-FILE_MB = 128
 MASTER = "local[2]"
 EMPTY_APP = "from pyspark.sql import SparkSession\nSparkSession.builder.getOrCreate().stop()\n"
 
@@ -139,7 +139,7 @@ class Day:
         return sum(file["mb"] for file in self.files)
 
 
-def land(fmt: str, size_mb: int, scratch: Path, driver_memory: str | None) -> Day:
+def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str | None) -> Day:
     """Write the day's files, the source's secrets and the `_SUCCESS` marker; the jobs get
     the source's settings from dags/sources.yaml, the scratch folder as its data root."""
     config = yaml.safe_load(SOURCES.read_text())
@@ -160,7 +160,7 @@ def land(fmt: str, size_mb: int, scratch: Path, driver_memory: str | None) -> Da
         secret = Path(options[option])
         secret.parent.mkdir(parents=True, exist_ok=True)
         secret.write_text(content)
-    count = max(len(spec.shapes), math.ceil(size_mb / FILE_MB))
+    count = max(len(spec.shapes), math.ceil(size_mb / file_mb))
     for i in range(count):
         shape = spec.shapes[i % len(spec.shapes)]
         path = day.landing / spec.name(i)
@@ -483,6 +483,7 @@ def print_report(report: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=256, help="size of the landed day (MB)")
+    parser.add_argument("--file-mb", type=int, default=128, help="size of each landed file (MB)")
     parser.add_argument("--format", default="kafka", choices=sorted(LANDINGS))
     parser.add_argument("--repeat", type=int, default=1, help="rounds; best run of each kept")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -501,7 +502,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix=f"pipeline-{args.format}-", dir=ROOT / ".tmp"))
     try:
         started = loadavg()
-        day = land(args.format, args.size_mb, scratch, args.driver_memory)
+        day = land(args.format, args.size_mb, args.file_mb, scratch, args.driver_memory)
         runs = bench(day, args.repeat, args.timeout)
         results = with_startup(best(runs))
         report = {

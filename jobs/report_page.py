@@ -199,7 +199,7 @@ def hours_chart(landed: list[Mapping]) -> str:
     if not landed:
         return ""
     with plt.rc_context(STYLE):
-        figure, axes = _grid(len(landed), 4, 1.5)
+        figure, axes = _grid(len(landed), 3, 1.5)
         for ax, entry in zip(axes, landed, strict=False):
             ax.bar(range(24), entry["event_hours"], width=0.85, color=COLORS["decoded"])
             ax.set_title(

@@ -189,11 +189,13 @@ def test_validate_job_publishes_results_and_passes_with_warnings(
         ("expect_column_values_to_not_be_null", "partition", False),
         ("expect_column_values_to_not_be_null", "topic", False),
     ]
-    assert len(report["results"]) == 14  # the Great Expectations result itself
+    assert len(report["results"]) == 15  # the Great Expectations result itself
     assert report["params"] == {
         "crc_error_budget": 0.0,
         "max_lateness_hours": 24.0,
         "max_clock_skew_minutes": 10.0,
+        "volume_tolerance": 0.3,
+        "volume_critical": 0.0,
     }
     docs = report_dir / "data_docs"
     assert report["data_docs"] == str(docs / "index.html")

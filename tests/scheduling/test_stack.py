@@ -1,27 +1,138 @@
-"""The project's own commands through the real scheduler: `./wirelake backfill` of two
-landed kafka days (starting and stopping the stack itself), `./wirelake up` and `status`,
-the same backfill with `--rerun` on the running stack (identical rows), and
-`./wirelake down` leaving no process of the stack behind. Temporary AIRFLOW_HOME and
-WIRELAKE_DATA; the API server on a free loopback port.
+"""The project's own commands through the real scheduler, all on one stack (temporary
+AIRFLOW_HOME, WIRELAKE_DATA and sources config; the API server on a free loopback port;
+alerts to a loopback SMTP server and HTTP receiver), in this order:
+
+- `./wirelake backfill` of a day that never landed while no stack runs: it starts the
+  stack, shows the day as "no landing" and stops the stack again;
+- `./wirelake up` and `status`;
+- unpausing source kafka, whose start_date makes catchup cover 8 past days: 5 never landed,
+  then 3 landed. The 3 succeed within a bound; the 5 are skipped at their first poke as
+  "no landing" and hold no run slot;
+- `./wirelake backfill --rerun` of the 3 days: rows identical to the scheduled runs';
+- one of them corrupted past the byte gate and rerun: decode fails at once (no retry), the
+  alert reaches the SMTP server and the HTTP receiver with file@offset, and the day's
+  previous partition is unchanged;
+- `./wirelake down` leaves no process of the stack behind.
+
+Durations (unpause to 3 days done, backfill of 3 days, alert latency) are printed (`-s`).
 """
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
 import hashlib
 import json
 import os
 import re
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import pyarrow.dataset as ds
 import pytest
+import yaml
+from airflowrun import ALERTS, now, task_instances
 
-pytestmark = pytest.mark.e2e  # a real Airflow stack and four spark-submit runs: minutes
+from wirecodecs import samples
+
+pytestmark = pytest.mark.e2e  # a real Airflow stack and 13 spark-submit runs: minutes
 
 ROOT = Path(__file__).resolve().parents[2]
-EMPTY, DAYS = "2026-11-17", ("2026-11-18", "2026-11-19")  # a past day never landed, two landed
+YESTERDAY = dt.datetime.now(dt.UTC).date() - dt.timedelta(1)  # the last day catchup runs
+EMPTY = [str(YESTERDAY - dt.timedelta(n)) for n in range(7, 2, -1)]  # never landed
+LANDED = [str(YESTERDAY - dt.timedelta(n)) for n in range(2, -1, -1)]
+TASKS = ("wait_for_landing", "decode", "validate")
+BOUND_SECONDS = 15 * 60  # "does not stall", with a wide margin for a loaded 2-core machine
+CORRUPTED = "clicks-0/00000000000000000000.log"  # a file of the kafka sample day
+
+
+@dataclass
+class Lake:
+    home: Path
+    data: Path
+    env: dict[str, str]
+
+    def wirelake(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(ROOT / "wirelake"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=BOUND_SECONDS,
+        )
+
+    def kafka_runs(self) -> dict[tuple[str, str], dict]:
+        return task_instances(self.home / "airflow.db", "wirelake_kafka")
+
+    def kafka_log(self, ti: dict, task: str) -> Path:
+        """The log of a task instance's last try (Airflow's default log file layout)."""
+        run = self.home / "logs" / "dag_id=wirelake_kafka" / f"run_id={ti['run_id']}"
+        return run / f"task_id={task}" / f"attempt={ti['try_number']}.log"
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, alerting) -> Lake:
+    """Source kafka starting 8 days ago with its last 3 days landed, and source idle (no
+    catchup, nothing landed) for a backfill that starts its own stack."""
+    root = tmp_path_factory.mktemp("stack")
+    config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
+    kafka = config["sources"]["kafka"]
+    config["sources"] = {
+        "kafka": kafka,
+        "idle": {**copy.deepcopy(kafka), "defaults": {"catchup": False}},
+    }
+    config["defaults"].update(start_date=EMPTY[0], retries=2, retry_delay_minutes=10)
+    config["alerts"] = ALERTS
+    (root / "sources.yaml").write_text(yaml.safe_dump(config))
+    lake = Lake(root / "airflow", root / "data", {})
+    lake.env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(lake.home),
+        "WIRELAKE_DATA": str(lake.data),
+        "WIRELAKE_CONFIG": str(root / "sources.yaml"),
+        **alerting.env(),
+    }
+    for name in ("AIRFLOW__CORE__DAGS_FOLDER", "WIRELAKE_RETRIES"):
+        lake.env.pop(name, None)
+    for day in LANDED:
+        samples.write_sample_day("kafka", lake.data / "landing" / "kafka" / f"dt={day}", day)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def stack(lake):
+    """`./wirelake up` once for the tests below; `down` at the end whatever happened."""
+    started = lake.wirelake("up")
+    assert started.returncode == 0, started.stdout + started.stderr[-5000:]
+    yield started
+    lake.wirelake("down")
+
+
+@pytest.fixture(scope="module")
+def caught_up(lake, stack) -> float:
+    """Unpause kafka and wait until its 8 runs are done; the seconds from the unpause to the
+    last landed day's validate task done."""
+    deadline = time.monotonic() + BOUND_SECONDS
+    unpause = ("run", "airflow", "dags", "unpause", "wirelake_kafka")
+    while (unpaused := lake.wirelake(*unpause)).returncode:
+        assert time.monotonic() < deadline, unpaused.stdout + unpaused.stderr[-3000:]
+        time.sleep(5)  # the DAG processor has not stored the DAG yet
+    unpaused_at = now()
+    days = set(EMPTY + LANDED)
+    while True:
+        runs = lake.kafka_runs()
+        states = {day: ti["run_state"] for (day, _), ti in runs.items()}
+        if set(states) >= days and all(states[day] in ("success", "failed") for day in days):
+            break
+        assert time.monotonic() < deadline, f"catchup not done in {BOUND_SECONDS} s: {states}"
+        time.sleep(5)
+    done = max(runs[day, "validate"]["end"] for day in LANDED)
+    seconds = (done - unpaused_at).total_seconds()
+    print(f"\nunpause to {len(LANDED)} landed days done: {seconds:.0f} s")
+    return seconds
 
 
 def stack_processes(home: Path) -> list[psutil.Process]:
@@ -37,78 +148,141 @@ def stack_processes(home: Path) -> list[psutil.Process]:
 
 
 def rows_hash(warehouse: Path) -> str:
-    """A hash of the kafka table's rows for DAYS, independent of file and row order."""
+    """A hash of the kafka table's rows for LANDED, independent of file and row order."""
     digest = hashlib.sha256()
-    for day in DAYS:
+    for day in LANDED:
         rows = ds.dataset(warehouse / "kafka" / f"dt={day}", format="parquet").to_table()
+        assert rows.num_rows > 0
         for line in sorted(repr(sorted(row.items())) for row in rows.to_pylist()):
             digest.update(line.encode())
     return digest.hexdigest()
 
 
-def assert_days_succeeded(result: subprocess.CompletedProcess) -> None:
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in folder.rglob("*")}
+
+
+def frame_start(segment: bytes, at_least: int) -> int:
+    """The offset of the first Kafka log entry (8-byte offset, int32 size, size bytes) that
+    starts at or after `at_least`: walked here, independently of the decoder."""
+    position = 0
+    while position < at_least:
+        position += 12 + int.from_bytes(segment[position + 8 : position + 12], "big")
+    return position
+
+
+def failed_at(log: Path) -> dt.datetime:
+    """When a task's log (JSON lines) says it failed."""
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if record["event"] == "Task failed with exception":
+            return dt.datetime.fromisoformat(record["timestamp"])
+    raise AssertionError(f"no failure logged in {log}")
+
+
+def test_backfill_starts_and_stops_its_own_stack(lake):
+    unknown = lake.wirelake("backfill", "nosuch", "--from", EMPTY[0], "--to", EMPTY[0])
+    assert unknown.returncode == 2
+    assert "unknown source(s) ['nosuch']" in unknown.stdout
+    result = lake.wirelake("backfill", "idle", "--from", EMPTY[0], "--to", EMPTY[0])
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    assert "started the Airflow stack" in result.stdout
+    assert re.search(rf"^idle\s+{EMPTY[0]}\s+no landing\s+-\s+-\s+-\s+-\s+-$", result.stdout, re.M)
+    assert not (lake.home / "stack.json").exists()
+    assert stack_processes(lake.home) == []
+
+
+def test_up_and_status(lake, stack):
+    url = re.search(r"Airflow UI: (http://127\.0\.0\.1:\d+)", stack.stdout).group(1)
+    assert str(lake.home / "simple_auth_manager_passwords.json.generated") in stack.stdout
+    status = lake.wirelake("status")
+    assert status.returncode == 0, status.stdout
+    assert f"{url} (healthy)" in status.stdout
+    for component in ("scheduler", "dag-processor", "triggerer", "api-server"):
+        assert re.search(rf"^\s+{component}\s+pid \d+\s+alive$", status.stdout, re.M)
+
+
+def test_unpause_runs_landed_days_and_skips_the_others_at_once(lake, caught_up):
+    assert caught_up < BOUND_SECONDS
+    runs = lake.kafka_runs()
+    assert sorted({day for day, _ in runs}) == EMPTY + LANDED
+    for day in LANDED:
+        assert {task: runs[day, task]["state"] for task in TASKS} == dict.fromkeys(TASKS, "success")
+    for day in EMPTY:
+        assert runs[day, "wait_for_landing"]["run_state"] == "success"
+        assert {task: runs[day, task]["state"] for task in TASKS} == dict.fromkeys(TASKS, "skipped")
+        sensor = runs[day, "wait_for_landing"]
+        # answered at its first poke: a reschedule would add the 300 s poke interval
+        assert sensor["try_number"] == 1
+        assert sensor["end"] - sensor["start"] < dt.timedelta(seconds=60)
+        landing = lake.data / "landing" / "kafka" / f"dt={day}"
+        log = lake.kafka_log(sensor, "wait_for_landing").read_text()
+        assert f"no landing at {landing} (marker _SUCCESS)" in log
+
+
+def test_backfill_rerun_leaves_identical_rows(lake, caught_up):
+    scheduled = rows_hash(lake.data / "warehouse")
+    started = time.monotonic()
+    result = lake.wirelake("backfill", "kafka", "--from", LANDED[0], "--to", LANDED[-1], "--rerun")
+    print(f"\nbackfill --rerun of {len(LANDED)} days: {time.monotonic() - started:.0f} s")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
+    assert "started the Airflow stack" not in result.stdout
     assert re.search(r"^source\s+day\s+state\s+rows\s+quarantined", result.stdout, re.M)
-    for day in DAYS:
+    for day in LANDED:
         line = re.search(rf"^kafka\s+{day}\s+success\s+([\d,]+)\s+(\d+)\s.*\s(\S+)$", output, re.M)
         assert line, output[-5000:]
         assert int(line.group(1).replace(",", "")) > 0
         assert Path(line.group(3), "validation.json").exists()
         assert re.search(rf"^\s+\S+\s+kafka\s+{day}\s+running$", output, re.M)  # progress
-    assert re.search(rf"^kafka\s+{EMPTY}\s+no landing\s+-\s+-\s+-\s+-\s+-$", output, re.M)
+    assert rows_hash(lake.data / "warehouse") == scheduled
 
 
-def test_up_status_backfill_rerun_down(tmp_path):
-    home, data = tmp_path / "airflow", tmp_path / "data"
-    env = {**os.environ, "AIRFLOW_HOME": str(home), "WIRELAKE_DATA": str(data)}
-    for name in ("WIRELAKE_CONFIG", "AIRFLOW__CORE__DAGS_FOLDER", "WIRELAKE_RETRIES"):
-        env.pop(name, None)
+def test_byte_gate_failure_alerts_at_once_and_keeps_the_previous_day(lake, caught_up, alerting):
+    day = LANDED[-1]
+    warehouse = lake.data / "warehouse"
+    kept = [warehouse / "kafka" / f"dt={day}", warehouse / "_manifests" / "kafka" / f"dt={day}"]
+    before = [files(folder) for folder in kept]
+    assert all(before)
+    tries = lake.kafka_runs()[day, "decode"]["try_number"]
+    segment = lake.data / "landing" / "kafka" / f"dt={day}" / CORRUPTED
+    content = segment.read_bytes()
+    offset = frame_start(content, len(content) // 4)  # the rest: about 14% of the day's bytes
+    segment.write_bytes(content[:offset] + b"\xff" * (len(content) - offset))
 
-    def wirelake(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(ROOT / "wirelake"), *args], env=env, capture_output=True, text=True, timeout=900
-        )
+    result = lake.wirelake("backfill", "kafka", "--from", day, "--to", day, "--rerun")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-5000:]
+    assert re.search(rf"^kafka\s+{day}\s+failed\s", result.stdout, re.M), output[-5000:]
+    decode = lake.kafka_runs()[day, "decode"]
+    assert (decode["state"], decode["try_number"]) == ("failed", tries + 1)  # retries: 2
+    assert [files(folder) for folder in kept] == before
 
-    unknown = wirelake("backfill", "nosuch", "--from", EMPTY, "--to", DAYS[1])
-    assert unknown.returncode == 2
-    assert "unknown source(s) ['nosuch']" in unknown.stdout
-    for day in DAYS:
-        landing = data / "landing" / "kafka" / f"dt={day}"
-        sample = wirelake(
-            "run", "python", "-m", "wirecodecs", "sample", "kafka", str(landing), "--date", day
-        )
-        assert sample.returncode == 0, sample.stderr
+    smtp, http = alerting.smtp, alerting.http
+    deadline = time.monotonic() + 120
+    while not (smtp.messages and http.bodies) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert (len(smtp.messages), len(http.bodies)) == (1, 1)
+    mail = smtp.messages[0]
+    body = mail.get_payload(0).get_payload(decode=True).decode()
+    for message in (mail["Subject"], http.bodies[0]["text"]):
+        assert f"kafka {day} task decode failed" in message
+    for message in (body, http.bodies[0]["text"]):
+        assert "above --max-bad-byte-rate" in message
+        assert f"{CORRUPTED}@{offset} " in message
+    # from the moment the task runner logged the failure (Airflow records the task's end
+    # only once its process has exited, after the callbacks)
+    failed = failed_at(lake.kafka_log(decode, "decode"))
+    latencies = [(arrival - failed).total_seconds() for arrival in smtp.arrivals + http.arrivals]
+    shown = ", ".join(f"{latency:.2f} s" for latency in latencies)
+    print(f"\nalert latency, decode failed to mail and webhook received: {shown}")
+    assert all(0 <= latency < 120 for latency in latencies)
 
-    try:
-        # no stack yet: the backfill starts one for its duration and stops it afterwards
-        first = wirelake("backfill", "kafka", "--from", EMPTY, "--to", DAYS[1])
-        assert_days_succeeded(first)
-        assert "started the Airflow stack" in first.stdout
-        assert not (home / "stack.json").exists()
-        assert stack_processes(home) == []
-        before = rows_hash(data / "warehouse")
 
-        started = wirelake("up")
-        assert started.returncode == 0, started.stderr[-5000:]
-        url = re.search(r"Airflow UI: (http://127\.0\.0\.1:\d+)", started.stdout).group(1)
-        assert str(home / "simple_auth_manager_passwords.json.generated") in started.stdout
-        status = wirelake("status")
-        assert status.returncode == 0, status.stdout
-        assert f"{url} (healthy)" in status.stdout
-        for component in ("scheduler", "dag-processor", "triggerer", "api-server"):
-            assert re.search(rf"^\s+{component}\s+pid \d+\s+alive$", status.stdout, re.M)
-        state = json.loads((home / "stack.json").read_text())
-        assert state["url"] == url
-
-        rerun = wirelake("backfill", "kafka", "--from", EMPTY, "--to", DAYS[1], "--rerun")
-        assert_days_succeeded(rerun)
-        assert "started the Airflow stack" not in rerun.stdout
-        assert rows_hash(data / "warehouse") == before
-    finally:
-        stopped = wirelake("down")
+def test_down_leaves_no_process(lake, stack):
+    stopped = lake.wirelake("down")
     assert stopped.returncode == 0, stopped.stderr
     assert "Airflow stack stopped" in stopped.stdout
-    assert stack_processes(home) == []
-    status = wirelake("status")
+    assert stack_processes(lake.home) == []
+    status = lake.wirelake("status")
     assert (status.returncode, status.stdout.strip()) == (3, "Airflow stack: not running")

@@ -1,0 +1,149 @@
+"""Helpers of the scheduling tests: a loopback SMTP server and HTTP receiver that alerts are
+sent to (each arrival timed, for alert latency), the alert config and environment that point
+a project Airflow at them, and task instances read from Airflow's SQLite metadata database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import email
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+# The `alerts:` of a test sources config: the alert log, a mail through Airflow connection
+# smtp_test, a webhook whose URL is in $TEST_WEBHOOK_URL (both set by Alerting.env).
+ALERTS = [
+    {"type": "log"},
+    {"type": "email", "to": ["oncall@example.com"], "conn_id": "smtp_test"},
+    {"type": "webhook", "url_env": "TEST_WEBHOOK_URL"},
+]
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class SmtpReceiver:
+    """A minimal SMTP server on loopback (EHLO, MAIL, RCPT, DATA, QUIT): keeps each mail and
+    when it arrived."""
+
+    def __init__(self) -> None:
+        self.messages: list[email.message.Message] = []
+        self.arrivals: list[dt.datetime] = []
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self._session, "127.0.0.1", 0)
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def _session(self, reader, writer) -> None:
+        writer.write(b"220 localhost test SMTP\r\n")
+        while line := await reader.readline():
+            verb = line[:4].upper()
+            if verb == b"DATA":
+                writer.write(b"354 end with <CRLF>.<CRLF>\r\n")
+                await writer.drain()
+                data = await reader.readuntil(b"\r\n.\r\n")
+                self.arrivals.append(now())
+                self.messages.append(email.message_from_bytes(data[:-5]))
+                writer.write(b"250 queued\r\n")
+            elif verb == b"QUIT":
+                writer.write(b"221 bye\r\n")
+                await writer.drain()
+                break
+            else:  # EHLO/HELO, MAIL, RCPT, RSET, NOOP
+                writer.write(b"250 ok\r\n")
+            await writer.drain()
+        writer.close()
+
+    def stop(self) -> None:
+        self.server.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class HttpReceiver:
+    """An HTTP server on loopback that keeps every POSTed JSON body and when it arrived."""
+
+    def __init__(self) -> None:
+        bodies, arrivals = self.bodies, self.arrivals = [], []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                arrivals.append(now())
+                bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class Alerting:
+    smtp: SmtpReceiver
+    http: HttpReceiver
+
+    def env(self) -> dict[str, str]:
+        """The environment that makes ALERTS reach the two receivers."""
+        extra = {"from_email": "wirelake@example.com", "disable_ssl": True, "disable_tls": True}
+        smtp = {"conn_type": "smtp", "host": "127.0.0.1", "port": self.smtp.port, "extra": extra}
+        return {"AIRFLOW_CONN_SMTP_TEST": json.dumps(smtp), "TEST_WEBHOOK_URL": self.http.url}
+
+
+@contextmanager
+def receivers() -> Iterator[Alerting]:
+    alerting = Alerting(SmtpReceiver(), HttpReceiver())
+    try:
+        yield alerting
+    finally:
+        alerting.smtp.stop()
+        alerting.http.stop()
+
+
+def _utc(text: str | None) -> dt.datetime | None:
+    """A datetime column as SQLite holds it (UTC, with or without an offset)."""
+    return None if text is None else dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+
+def task_instances(db: Path, dag_id: str) -> dict[tuple[str, str], dict]:
+    """(day, task_id) -> state, try_number, start and end of every task instance of a DAG,
+    with its run's id and state; the day is the run's logical date (a scheduled run's id
+    names the end of its data interval instead)."""
+    query = (
+        "SELECT date(dr.logical_date), ti.task_id, ti.state, ti.try_number, ti.start_date,"
+        " ti.end_date, dr.run_id, dr.state FROM task_instance ti"
+        " JOIN dag_run dr ON dr.run_id = ti.run_id AND dr.dag_id = ti.dag_id"
+        " WHERE ti.dag_id = ?"
+    )
+    with closing(sqlite3.connect(db, timeout=60)) as connection:
+        rows = connection.execute(query, (dag_id,)).fetchall()
+    return {
+        (day, task): {
+            "state": state,
+            "try_number": tries,
+            "start": _utc(start),
+            "end": _utc(end),
+            "run_id": run_id,
+            "run_state": run_state,
+        }
+        for day, task, state, tries, start, end, run_id, run_state in rows
+    }

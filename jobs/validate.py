@@ -99,7 +99,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
         args.warehouse, args.source, args.table, args.date, metrics.VOLUME_DAYS
     )  # the checked table's rows on earlier days: the volume expectation's usual level
     suite = registry.get(args.suite).build(RunFacts(args.date, manifest, trailing), args.params)
-    frame = read_partition(spark, args, manifest)  # the Spark data source persists it
+    frame = read_partition(spark, args, manifest)
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
     try:

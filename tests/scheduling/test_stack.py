@@ -51,6 +51,8 @@ CORRUPTED = "clicks-0/00000000000000000000.log"  # a file of the kafka sample da
 
 @dataclass
 class Lake:
+    """The test's data root and Airflow home; runs the project's commands on them."""
+
     home: Path
     data: Path
     env: dict[str, str]
@@ -87,16 +89,17 @@ def lake(tmp_path_factory, alerting) -> Lake:
     config["defaults"].update(start_date=EMPTY[0], retries=2, retry_delay_minutes=10)
     config["alerts"] = ALERTS
     (root / "sources.yaml").write_text(yaml.safe_dump(config))
-    lake = Lake(root / "airflow", root / "data", {})
-    lake.env = {
+    home, data = root / "airflow", root / "data"
+    env = {
         **os.environ,
-        "AIRFLOW_HOME": str(lake.home),
-        "WIRELAKE_DATA": str(lake.data),
+        "AIRFLOW_HOME": str(home),
+        "WIRELAKE_DATA": str(data),
         "WIRELAKE_CONFIG": str(root / "sources.yaml"),
         **alerting.env(),
     }
     for name in ("AIRFLOW__CORE__DAGS_FOLDER", "WIRELAKE_RETRIES"):
-        lake.env.pop(name, None)
+        env.pop(name, None)
+    lake = Lake(home, data, env)
     for day in LANDED:
         samples.write_sample_day("kafka", lake.data / "landing" / "kafka" / f"dt={day}", day)
     return lake
@@ -116,11 +119,13 @@ def caught_up(lake, stack) -> float:
     """Unpause kafka and wait until its 8 runs are done; the seconds from the unpause to the
     last landed day's validate task done."""
     deadline = time.monotonic() + BOUND_SECONDS
-    unpause = ("run", "airflow", "dags", "unpause", "wirelake_kafka")
-    while (unpaused := lake.wirelake(*unpause)).returncode:
+    while True:
+        unpaused_at = now()
+        unpaused = lake.wirelake("run", "airflow", "dags", "unpause", "wirelake_kafka")
+        if unpaused.returncode == 0:
+            break
         assert time.monotonic() < deadline, unpaused.stdout + unpaused.stderr[-3000:]
         time.sleep(5)  # the DAG processor has not stored the DAG yet
-    unpaused_at = now()
     days = set(EMPTY + LANDED)
     while True:
         runs = lake.kafka_runs()

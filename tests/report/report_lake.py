@@ -5,6 +5,7 @@ and trouble injected on chosen days."""
 from __future__ import annotations
 
 import datetime as dt
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -98,3 +99,50 @@ def build_lake(
             change(landing)
             decode_day(data_root, source, day, landing)
             validated(data_root, source, day)
+
+
+# --- the tests' lake: ten days of four sources, with known trouble -------------------------
+
+LAKE_SOURCES = ["kafka", "hercules", "heka", "inlong"]
+DAYS = [dt.date(2026, 11, 1) + dt.timedelta(days=n) for n in range(10)]
+HALF_DAY, SPIKE_DAY, LAST_DAY = DAYS[7], DAYS[8], DAYS[9]
+
+
+def half_the_rows(landing: Path) -> None:
+    """Kafka: the busiest partition (about half the day's records) never arrives."""
+    for path in (landing / "orders-1").iterdir():
+        path.unlink()
+    (landing / "orders-1").rmdir()
+
+
+def flip_every_crc(landing: Path) -> None:
+    """Kafka: every batch of clicks-0 gets a wrong CRC (legacy: bytes 12-15, v2: 17-20)."""
+    path = landing / "clicks-0" / "00000000000000000000.log"
+    data = bytearray(path.read_bytes())
+    at = 0
+    while at + 17 <= len(data):
+        (length,) = struct.unpack_from(">i", data, at + 8)
+        crc = at + (17 if data[at + 16] == 2 else 12)
+        if at + 12 + length > len(data):
+            break
+        data[crc] ^= 0xFF
+        at += 12 + length
+    path.write_bytes(bytes(data))
+
+
+def new_tag_path(landing: Path) -> None:
+    """Hercules: one gate's events carry properties/threadNo instead of .../threadId."""
+    path = landing / "gate-1" / "batch-0000.bin"
+    path.write_bytes(path.read_bytes().replace(b"threadId", b"threadNo"))
+
+
+TROUBLE = {
+    ("kafka", HALF_DAY): half_the_rows,
+    ("kafka", SPIKE_DAY): flip_every_crc,
+    ("hercules", SPIKE_DAY): new_tag_path,
+    ("heka", LAST_DAY): None,  # no landing
+}
+INJECTED = {
+    HALF_DAY: {("kafka", "volume")},
+    SPIKE_DAY: {("kafka", "checksum-invalid share"), ("hercules", "name appeared")},
+}

@@ -603,9 +603,11 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
             100 * totals["bad_byte_rate"],
         )
         check_policy(reports, totals, args)
-    except BaseException:
+    except BaseException as exc:
         for folder in staging.values():
             storage.remove_dir(folder)
+        if isinstance(exc, JobFailed):  # the daily report shows the day as failed, and why
+            metrics.record_decode_failure(args.warehouse, args.source, args.date, str(exc))
         raise
     # The manifest is written last: while the day is being replaced there is none, so a
     # crash part-way leaves no manifest that would vouch for half-replaced outputs.

@@ -4,13 +4,15 @@ Trends and the daily report read this small table, never old partitions of the d
 
     <warehouse>/_metrics/decode/dt=D/source=S/part-0.parquet    one row per source and day
     <warehouse>/_metrics/validate/dt=D/table=T/part-0.parquet   one row per checked table
+    <warehouse>/_metrics/decode_failure/dt=D/source=S/...       why the day's decode failed
 
 Each row is replaced as a whole (staged beside it, then moved in place, like a data
 partition), so reruns and backfills leave one row per day. What only the rows can tell
 (event time per hour, checksum verdicts, error kinds with an example, the names of dynamic
 payloads) is counted on the executors while they write the parts (`PartFigures`) and
 travels back with each unit's accounting; the driver adds them up (`merge`). No Spark here:
-executors import this module too.
+executors import this module too, so what only the driver needs (pyarrow.dataset, which
+pulls in pandas: ~0.2 s per Python worker) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
@@ -211,7 +212,15 @@ VALIDATE_SCHEMA = pa.schema(
         ("result_path", pa.string()),
     ]
 )
-PARTITIONS = {"decode": "source", "validate": "table"}  # kind -> the key below dt=D
+# A decode that failed its checks wrote nothing: its reason is kept until one succeeds.
+DECODE_FAILURE_SCHEMA = pa.schema([("failed_at", pa.string()), ("reason", pa.string())])
+SCHEMAS = {
+    "decode": DECODE_SCHEMA,
+    "validate": VALIDATE_SCHEMA,
+    "decode_failure": DECODE_FAILURE_SCHEMA,
+}
+# kind -> the key below dt=D
+PARTITIONS = {"decode": "source", "validate": "table", "decode_failure": "source"}
 
 
 def decode_row(manifest: Mapping, figures: Mapping, landed_at: str | None) -> dict:
@@ -309,7 +318,7 @@ def row_dir(warehouse: str, kind: str, name: str, date: dt.date) -> str:
 
 def write_row(warehouse: str, kind: str, name: str, date: dt.date, row: Mapping) -> None:
     """Replace the row of `name` for day `date`: staged beside it, then moved in place."""
-    schema = DECODE_SCHEMA if kind == "decode" else VALIDATE_SCHEMA
+    schema = SCHEMAS[kind]
     final = row_dir(warehouse, kind, name, date)
     staged = f"{final.rsplit('/', 1)[0]}/.staging-{PARTITIONS[kind]}={name}-{uuid.uuid4().hex[:12]}"
     filesystem, path = storage.resolve(staged)
@@ -333,6 +342,14 @@ def record_decode(warehouse: str, manifest: Mapping, figures: Mapping, manifest_
     row["manifest"] = manifest_path
     date = dt.date.fromisoformat(manifest["dt"])
     write_row(warehouse, "decode", manifest["source"], date, row)
+    withdraw(warehouse, "decode_failure", [manifest["source"]], date)
+
+
+def record_decode_failure(warehouse: str, source: str, date: dt.date, reason: str) -> None:
+    """Why the decode of `source` for day `date` failed: the day's decode row, if any, is an
+    earlier run's, and the report says the day failed rather than "not run"."""
+    failed_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    write_row(warehouse, "decode_failure", source, date, {"failed_at": failed_at, "reason": reason})
 
 
 def record_validation(warehouse: str, report: Mapping) -> None:
@@ -349,6 +366,8 @@ def withdraw(warehouse: str, kind: str, names: Iterable[str], date: dt.date) -> 
 
 def read(warehouse: str, kind: str, first: dt.date, last: dt.date) -> list[dict]:
     """The rows of days first..last, each with its `dt` and source or table, in that order."""
+    import pyarrow.dataset as ds  # driver only (see the module's docstring)
+
     location = table_dir(warehouse, kind)
     if not storage.is_dir(location):
         return []

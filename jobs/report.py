@@ -30,7 +30,7 @@ DAILY_DIR = "_daily"
 TOP_ERRORS = 3  # error kinds shown per source
 RATE_FACTOR = 2.0  # a rate is above its usual level at this multiple of its trailing median
 RATE_MARGIN = 0.01  # ... and at least one percentage point above it (small days vary)
-STATUSES = ("passed", "warnings", "critical failure", "not run", "no landing")
+STATUSES = ("passed", "warnings", "critical failure", "decode failed", "not run", "no landing")
 
 
 # --- configuration ------------------------------------------------------------------------
@@ -79,6 +79,9 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
         if row["source"] in history:
             history[row["source"]][row["dt"]] = row
     checks = {row["table"]: row for row in validated}
+    failed = {
+        row["source"]: row for row in metrics.read(lake["warehouse"], "decode_failure", date, date)
+    }
     entries, anomalies = [], []
     for name, source in sources.items():
         today = history[name].get(date.isoformat())
@@ -88,7 +91,7 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
             if day.isoformat() in history[name]
         ]
         tables = [checks.get(table) for table in source["tables"]]
-        entries.append(_entry(name, source, lake, date, today, earlier, tables))
+        entries.append(_entry(name, source, lake, date, today, earlier, tables, failed.get(name)))
         if today is not None:
             anomalies += [{"source": name, **found} for found in find_anomalies(today, earlier)]
             outside = sum(row["events_outside_window"] for row in tables if row)
@@ -111,7 +114,7 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
             "landed": len(entries) - counts["no landing"],
             "passed": counts["passed"],
             "warnings": counts["warnings"],
-            "failed": counts["critical failure"],
+            "failed": counts["critical failure"] + counts["decode failed"],
             "not_run": counts["not run"],
             "no_landing": counts["no landing"],
             "anomalies": len(anomalies),
@@ -142,7 +145,11 @@ def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
 
 
-def status(landed: bool, today: Mapping | None, tables: list[Mapping | None]) -> str:
+def status(
+    landed: bool, today: Mapping | None, tables: list[Mapping | None], failure: Mapping | None
+) -> str:
+    if failure is not None:
+        return "decode failed"
     if today is None:
         return "not run" if landed else "no landing"
     if any(row is None for row in tables):
@@ -160,10 +167,13 @@ def _entry(
     today: Mapping | None,
     earlier: list[Mapping],
     tables: list[Mapping | None],
+    failure: Mapping | None,
 ) -> dict:
     landing = source["landing"].format(ds=date.isoformat())
     landed = today is not None or storage.exists(layout.join(landing, source["marker"]))
-    entry: dict[str, Any] = {"source": name, "status": status(landed, today, tables)}
+    entry: dict[str, Any] = {"source": name, "status": status(landed, today, tables, failure)}
+    if failure is not None:  # figures, if any, are those of an earlier run
+        entry["failure"] = {key: failure[key] for key in ("failed_at", "reason")}
     entry["expectations"] = {
         "passed": sum(row["passed"] for row in tables if row),
         "failed": sum(row["failed"] for row in tables if row),

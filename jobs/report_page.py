@@ -40,6 +40,7 @@ BADGE = {
     "passed": "#2e7d32",
     "warnings": "#b26a00",
     "critical failure": "#c62828",
+    "decode failed": "#c62828",
     "not run": "#6a1b9a",
     "no landing": "#546e7a",
 }
@@ -126,6 +127,8 @@ def sources_table(sources: list[Mapping]) -> str:
     for entry in sources:
         color = BADGE[entry["status"]]
         badge = f'<span class="badge" style="background:{color}">{_e(entry["status"])}</span>'
+        if "failure" in entry:  # its first line; report.json has the files and frames
+            badge += f"<br><small>{_e(entry['failure']['reason'].splitlines()[0])}</small>"
         checks = entry["expectations"]
         failures = "".join(
             f"<br><small>{'CRITICAL ' if f['critical'] else ''}{_e(f['expectation'])}"

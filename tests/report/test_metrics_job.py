@@ -1,19 +1,21 @@
-"""The decode and validate jobs record their day in the metrics table (real Spark runs),
-and every suite checks the day's volume against it."""
+"""The decode and validate jobs record their day in the metrics table (real Spark runs), a
+decode that fails records why, and every suite checks the day's volume against it."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import html
 import io
 import json
 
 import pyarrow.dataset as ds
 import pytest
+from report_lake import write_config
 
 from expectations import registry
 from expectations.checks import RunFacts, rows_near_usual_volume
-from jobs import decode, metrics, validate
+from jobs import decode, metrics, report, report_page, validate
 from wirecodecs.samples import write_sample_day
 
 DAY = dt.date(2026, 11, 20)
@@ -48,7 +50,18 @@ def test_decode_and_validate_write_their_metrics_rows(spark, tmp_path):
     warehouse, reports = tmp_path / "warehouse", tmp_path / "reports"
     lake = ["--date", DAY.isoformat(), "--warehouse", str(warehouse), "--reports", str(reports)]
     argv = ["--source", "hercules", "--envelope", "hercules", "--landing", str(landing), *lake]
+    # a run that fails its gate: the report says why rather than "not run"
+    assert quietly(decode, [*argv, "--max-error-rate", "0"], spark) != 0
+    config = write_config(tmp_path / "sources.yaml", tmp_path, ["hercules"])
+    failed = report.build(*report.load_sources(config, str(tmp_path)), DAY, 1)
+    (entry,) = failed["sources"]
+    assert entry["status"] == "decode failed" and failed["header"]["failed"] == 1
+    assert entry["failure"]["reason"].startswith("error rate ")
+    assert "is above --max-error-rate 0.0000%; nothing written." in entry["failure"]["reason"]
+    first_line = html.escape(entry["failure"]["reason"].splitlines()[0])
+    assert first_line in report_page.render(failed)
     assert quietly(decode, argv, spark) == 0
+    assert metrics.read(str(warehouse), "decode_failure", DAY, DAY) == []
     # three earlier days with twice the rows: today is outside the usual band
     rows = ds.dataset(warehouse / "hercules" / f"dt={DAY}", format="parquet").to_table()
     (today,) = metrics.read(str(warehouse), "decode", DAY, DAY)

@@ -178,9 +178,10 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
 # --- the commands measured ------------------------------------------------------------
 
 
-def spark_submit(day: Day, app: str, *args: str) -> list[str]:
-    """spark-submit of `app` as the DAG submits it: master, driver memory and conf."""
-    conf = [f"{key}={value}" for key, value in sorted(day.spark.get("conf", {}).items())]
+def spark_submit(day: Day, job: str, app: str, *args: str) -> list[str]:
+    """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf."""
+    conf = {**day.spark.get("conf", {}), **day.spark.get("job_conf", {}).get(job, {})}
+    conf = [f"{key}={value}" for key, value in sorted(conf.items())]
     return [
         "spark-submit", "--master", MASTER, "--driver-memory", str(day.spark["driver_memory"]),
         *(part for pair in conf for part in ("--conf", pair)), app, *args,
@@ -196,6 +197,7 @@ def decode_job(day: Day) -> list[str]:
     benchmark measures the work, not the verdict."""
     return spark_submit(
         day,
+        "decode",
         "jobs/decode.py",
         *("--source", day.format, "--envelope", day.format, "--payload", "raw"),
         *("--date", DAY.isoformat(), "--landing", str(day.landing)),
@@ -208,6 +210,7 @@ def decode_job(day: Day) -> list[str]:
 def validate_job(day: Day) -> list[str]:
     return spark_submit(
         day,
+        "validate",
         "jobs/validate.py",
         *("--source", day.format, "--suite", day.format, "--date", DAY.isoformat()),
         *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
@@ -218,7 +221,7 @@ def validate_job(day: Day) -> list[str]:
 def startup_app(day: Day) -> list[str]:
     app = day.scratch / "empty_app.py"
     app.write_text(EMPTY_APP)
-    return spark_submit(day, str(app))
+    return spark_submit(day, "decode", str(app))  # the start-up the decode job pays
 
 
 def floor(day: Day) -> list[str]:

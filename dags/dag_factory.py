@@ -133,6 +133,7 @@ def _spark_task(
     task_id: str, job: str, args: list[str], source: str, settings: dict, outlets: list[Asset]
 ) -> Any:
     spark = settings.get("spark", {})
+    conf = {**spark.get("conf", {}), **spark.get("job_conf", {}).get(Path(job).stem, {})}
     return SparkJobOperator(
         task_id=task_id,
         pool=SPARK_POOL,
@@ -141,7 +142,7 @@ def _spark_task(
         application_args=args,
         conn_id=settings.get("spark_conn_id", "spark_default"),
         name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
-        conf=dict(spark.get("conf", {})),
+        conf=conf,
         driver_memory=spark.get("driver_memory"),
         executor_memory=spark.get("executor_memory"),
         py_files=spark.get("py_files"),

@@ -170,6 +170,8 @@ def test_decode_command_line(dagbag, monkeypatch_module):
         "--max-bad-byte-rate", "0.05",
     ]  # fmt: skip
     assert "wirelake-decode-kafka-2026-11-20" in command
+    # job_conf.decode over conf: the quick JIT tier for the job whose JVM moves no rows
+    assert "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" in command
 
 
 def test_validate_command_line(dagbag):
@@ -185,6 +187,7 @@ def test_validate_command_line(dagbag):
         "--param", "max_clock_skew_minutes=10",
         "--param", "max_lateness_hours=24",
     ]  # fmt: skip
+    assert "spark.driver.extraJavaOptions=-XX:+UseSerialGC" in command  # conf as it is
 
 
 def test_cluster_master_comes_from_the_connection_only(dagbag, monkeypatch):

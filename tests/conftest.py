@@ -46,3 +46,13 @@ def spark():
     yield session
     session.stop()
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def alerting():
+    """The loopback SMTP server and webhook receiver (tests/airflowrun.py), one pair per
+    test module, so each module counts its own alerts."""
+    from airflowrun import receivers
+
+    with receivers() as started:
+        yield started

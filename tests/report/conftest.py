@@ -1,17 +1,11 @@
-"""The generated lake, built once for the report tests (they only read it and write pages).
-
-tests/scheduling goes on sys.path for `airflowrun`, the loopback alert receivers its tests
-share with the report DAG's test."""
+"""The generated lake, built once for the report tests (they only read it and write pages)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import report_lake as lake
-
-sys.path.append(str(Path(__file__).resolve().parents[1] / "scheduling"))
 
 
 @pytest.fixture(scope="session")

@@ -6,16 +6,14 @@ without sends nothing, and an event on the source's validated Asset queues a rep
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import statistics
-import subprocess
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from airflowrun import ALERTS, receivers
+from airflowrun import ALERTS, project_airflow
 from report_lake import DAYS, HALF_DAY, INJECTED
 
 pytestmark = pytest.mark.e2e  # real Airflow runs, no Spark: about a minute
@@ -36,45 +34,16 @@ with DAG(dag_id="validated_producer", schedule=None):
 
 
 @pytest.fixture(scope="module")
-def alerting():
-    with receivers() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
 def airflow(tmp_path_factory, lake_root, alerting):
     """A project Airflow over the lake with a one-source config and alerts to the receivers;
     returns a runner of `airflow` commands."""
-    root = tmp_path_factory.mktemp("report_dag")
-    dags = root / "dags"
-    dags.mkdir()
-    for path in (ROOT / "dags").glob("*.py"):
-        (dags / path.name).symlink_to(path)
-    (dags / "producer.py").write_text(PRODUCER)
     config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
     config["sources"] = {SOURCE: config["sources"][SOURCE]}
     config["alerts"] = ALERTS
-    (root / "sources.yaml").write_text(yaml.safe_dump(config))
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(root / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",  # a paused DAG queues nothing
-        "WIRELAKE_CONFIG": str(root / "sources.yaml"),
-        "WIRELAKE_DATA": str(lake_root),
-        **alerting.env(),
-    }
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["airflow", *args], env=env, capture_output=True, text=True, timeout=600
-        )
-
-    migrated = run("db", "migrate")
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    run.db = root / "airflow" / "airflow.db"
-    return run
+    root = tmp_path_factory.mktemp("report_dag")
+    return project_airflow(
+        root, config, lake_root, alerting.env(), {"producer.py": PRODUCER}, timeout=600
+    )
 
 
 def rows(lake_root: Path, day) -> int:

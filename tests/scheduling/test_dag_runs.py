@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from airflowrun import ALERTS, task_instances
+from airflowrun import ALERTS, project_airflow, task_instances
 
 from wirecodecs import samples
 
@@ -40,13 +38,7 @@ with DAG(dag_id="kafka_table_consumer", schedule=[Asset(name="wirelake_kafka",
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory, alerting):
-    """Environment of a project Airflow with a temporary config and DB; returns a runner."""
-    root = tmp_path_factory.mktemp("scheduling")
-    dags = root / "dags"
-    dags.mkdir()
-    for path in (ROOT / "dags").glob("*.py"):
-        (dags / path.name).symlink_to(path)
-    (dags / "consumer.py").write_text(CONSUMER)
+    """A project Airflow with a temporary config and DB; returns a runner."""
     config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
     kafka = config["sources"]["kafka"]
     strict = json.loads(json.dumps(kafka))
@@ -54,30 +46,11 @@ def airflow(tmp_path_factory, alerting):
     config["sources"] = {"kafka": kafka, "kafka_strict": strict}
     config["defaults"].update(retries=2, retry_delay_minutes=0, start_date="2020-01-01")
     config["alerts"] = ALERTS
-    (root / "sources.yaml").write_text(yaml.safe_dump(config))
+    root = tmp_path_factory.mktemp("scheduling")
     data = root / "data"
     for source in ("kafka", "kafka_strict"):
         samples.write_sample_day("kafka", data / "landing" / source / f"dt={DAY}", DAY, seed=7)
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(root / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",  # a paused DAG queues nothing
-        "WIRELAKE_CONFIG": str(root / "sources.yaml"),
-        "WIRELAKE_DATA": str(data),
-        **alerting.env(),
-    }
-    env.pop("WIRELAKE_RETRIES", None)
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["airflow", *args], env=env, capture_output=True, text=True, timeout=900
-        )
-
-    migrated = run("db", "migrate")
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    run.db = root / "airflow" / "airflow.db"
+    run = project_airflow(root, config, data, alerting.env(), {"consumer.py": CONSUMER})
     run.data = data
     return run
 

@@ -1,6 +1,7 @@
-"""Helpers of the scheduling tests: a loopback SMTP server and HTTP receiver that alerts are
-sent to (each arrival timed, for alert latency), the alert config and environment that point
-a project Airflow at them, and task instances read from Airflow's SQLite metadata database.
+"""Helpers of the tests that run Airflow (tests/scheduling, tests/report): a loopback SMTP
+server and HTTP receiver that alerts are sent to (each arrival timed, for alert latency),
+the alert config and environment that point a project Airflow at them, a project Airflow
+in a temporary folder, and task instances read from Airflow's SQLite metadata database.
 """
 
 from __future__ import annotations
@@ -9,13 +10,19 @@ import asyncio
 import datetime as dt
 import email
 import json
+import os
 import sqlite3
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The `alerts:` of a test sources config: the alert log, a mail through Airflow connection
 # smtp_test, a webhook whose URL is in $TEST_WEBHOOK_URL (both set by Alerting.env).
@@ -147,3 +154,45 @@ def task_instances(db: Path, dag_id: str) -> dict[tuple[str, str], dict]:
         }
         for day, task, state, tries, start, end, run_id, run_state in rows
     }
+
+
+def project_airflow(
+    root: Path,
+    config: dict,
+    data: Path,
+    env: Mapping[str, str],
+    extra_dags: Mapping[str, str],
+    timeout: float = 900,
+) -> Callable[..., subprocess.CompletedProcess]:
+    """An Airflow in `root` (SQLite, migrated) whose DAG folder is the project's (symlinked)
+    plus `extra_dags` (file name -> source), reading the sources config `config` through
+    $WIRELAKE_CONFIG and the lake under `data`; returns a runner of `airflow` commands,
+    with the metadata database's path as its `db`."""
+    dags = root / "dags"
+    dags.mkdir()
+    for path in (ROOT / "dags").glob("*.py"):
+        (dags / path.name).symlink_to(path)
+    for name, source in extra_dags.items():
+        (dags / name).write_text(source)
+    (root / "sources.yaml").write_text(yaml.safe_dump(config))
+    environment = {
+        **os.environ,
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",  # a paused DAG queues nothing
+        "WIRELAKE_CONFIG": str(root / "sources.yaml"),
+        "WIRELAKE_DATA": str(data),
+        **env,
+    }
+    environment.pop("WIRELAKE_RETRIES", None)  # the config's retries, not the demo's
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["airflow", *args], env=environment, capture_output=True, text=True, timeout=timeout
+        )
+
+    migrated = run("db", "migrate")
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    run.db = root / "airflow" / "airflow.db"
+    return run

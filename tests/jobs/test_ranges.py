@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pytest
 from jobrun import run_quietly
 
+from jobs import metrics
 from jobs.decode import (
     SPLIT_BYTES,
     DataFile,
@@ -85,13 +86,26 @@ def test_ranges_fit_unless_one_ends_inside_a_frame(stops, reason):
     assert (found is None) if reason is None else found.startswith(reason)
 
 
+def _figures(**errors: list) -> dict:
+    return {**metrics.empty(), "errors": errors}  # kind -> [count, file, offset]
+
+
 def test_a_files_ranges_add_up_to_its_accounting():
     reports = [
-        {"accounting": _account(bytes_total=10, bytes_decoded=10), "first_bad": [{"n": 1}]},
-        {"accounting": _account(bytes_total=7, bytes_skipped=7, good=0), "first_bad": []},
+        {
+            "accounting": _account(bytes_total=10, bytes_decoded=10),
+            "first_bad": [{"n": 1}],
+            "figures": _figures(bad_crc=[1, "f", 4]),
+        },
+        {
+            "accounting": _account(bytes_total=7, bytes_skipped=7, good=0),
+            "first_bad": [],
+            "figures": _figures(),
+        },
         {
             "accounting": _account("truncated_tail", bytes_total=5, bytes_truncated_tail=5),
             "first_bad": [{"n": 2}],
+            "figures": _figures(bad_crc=[2, "f", 18], truncated_tail=[1, "f", 17]),
         },
     ]
     report = combined(reports)
@@ -108,6 +122,8 @@ def test_a_files_ranges_add_up_to_its_accounting():
     )
     assert accounting["stop_reason"] == "truncated_tail"
     assert report["first_bad"] == [{"n": 1}, {"n": 2}]
+    # each error kind counted over the ranges, with its first example in the file
+    assert report["figures"]["errors"] == {"bad_crc": [3, "f", 4], "truncated_tail": [1, "f", 17]}
 
 
 # --- landing days -------------------------------------------------------------------------

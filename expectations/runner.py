@@ -3,7 +3,8 @@
 The context is built here, inside the job that validates (never at DAG parse time): a
 Spark data source, a whole-DataFrame batch, a ValidationDefinition and a Checkpoint whose
 UpdateDataDocsAction renders Data Docs into a site of our own (`wirelake`, not the
-ephemeral context's temporary `local_site`) in a local folder the caller then publishes.
+ephemeral context's temporary `local_site`) in a local folder, made to open offline
+(`offline_docs`), that the caller then publishes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from great_expectations.data_context.types.base import (
     InMemoryStoreBackendDefaults,
     ProgressBarsConfig,
 )
+
+from expectations import offline_docs
 
 SITE = "wirelake"
 LINEAGE = ["source_file", "byte_offset"]  # unexpected rows are reported by these columns
@@ -64,6 +67,7 @@ def validate(frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str) -> Ou
     if outcome.failures:
         shutil.rmtree(docs_dir, ignore_errors=True)
         outcome = _run(frame, suite, asset, docs_dir, "SUMMARY")
+    offline_docs.make_offline(docs_dir)
     return outcome
 
 

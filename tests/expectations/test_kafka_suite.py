@@ -232,6 +232,17 @@ def test_validate_job_fails_on_critical_expectations(spark, good_rows, tmp_path,
     ) in errors
     assert str(result_path) in errors
 
+    docs = result_path.parent / "data_docs"
+    pages = {page.relative_to(docs).as_posix(): page.read_text() for page in docs.rglob("*.html")}
+    outside = ("http://", "https://", "//cdn", "<script")  # opens offline, with nothing to run
+    found = {name: tuple(ref for ref in outside if ref in text) for name, text in pages.items()}
+    assert found == dict.fromkeys(pages, ())
+    (validation_page,) = [name for name in pages if name.startswith("validations/")]
+    assert f'href="{validation_page}"' in pages["index.html"]
+    shown = pages[validation_page]
+    assert "Must have exactly" in shown and str(len(good_rows) + 1) in shown
+    assert "values must be greater than or equal to" in shown and "2024-03-04T00:00:00" in shown
+
 
 @pytest.mark.spark
 def test_validate_job_without_a_manifest_fails(spark, tmp_path, caplog):

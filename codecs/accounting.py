@@ -22,6 +22,15 @@ class Quarantined:
     detail: str
     head: bytes  # the first HEAD_BYTES bytes of the region
 
+    @classmethod
+    def from_frame(
+        cls, source: str, offset: int, frame, kind: str, detail: str, *, length: int | None = None
+    ) -> Quarantined:
+        """The bad frame `frame` (bytes or a view) found at `offset`; `length` when the
+        region is longer than the bytes at hand (drained, or only its head peeked)."""
+        size = len(frame) if length is None else length
+        return cls(source, offset, size, kind, detail, bytes(frame[:HEAD_BYTES]))
+
 
 @dataclass
 class FileAccounting:
@@ -41,6 +50,27 @@ class FileAccounting:
     payloads_good: int = 0  # messages carried in good frames' records (envelope + payload)
     payloads_bad: int = 0  # ... that the payload format rejected (each one quarantined)
     stop_reason: str = "eof"  # eof | truncated_tail | a DecodeError kind that ended the walk
+
+    def count_good(self, length: int, records: int = 1) -> None:
+        """A frame of `length` bytes whose `records` records were decoded."""
+        self.bytes_decoded += length
+        self.frames_good += 1
+        self.records_good += records
+
+    def count_bad(self, length: int, records_lost: int = 0) -> None:
+        """A quarantined frame or region of `length` bytes, with the records known lost."""
+        self.bytes_quarantined += length
+        self.frames_bad += 1
+        self.records_bad += records_lost
+
+    def count_skipped(self, length: int) -> None:
+        """Garbage passed over while looking for the next frame."""
+        self.bytes_skipped += length
+
+    def count_truncated_tail(self, length: int) -> None:
+        """An incomplete last frame: it ends the walk."""
+        self.bytes_truncated_tail += length
+        self.stop_reason = "truncated_tail"
 
     @property
     def balanced(self) -> bool:

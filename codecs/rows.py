@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 EVENT_TIME_TYPE = pa.timestamp("us", tz="UTC")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)  # what every format's clock counts from
 # A decoder's row buffer is flushed at `batch_rows` rows or once this much variable-length
 # data (values, bodies, payloads) is buffered: memory stays bounded whatever batch_rows is.
 FLUSH_BYTES = 8 << 20

@@ -93,8 +93,7 @@ class StreamWindow:
 def truncated_tail(window: StreamWindow, accounting: FileAccounting) -> None:
     """The rest of the stream is an incomplete last frame (an active segment, a cut
     upload): reported as a truncated tail, not quarantined."""
-    accounting.bytes_truncated_tail += window.available
-    accounting.stop_reason = "truncated_tail"
+    accounting.count_truncated_tail(window.available)
     window.consume(window.available)
 
 
@@ -106,7 +105,6 @@ def quarantine_rest(
     start = window.offset
     head = bytes(window.peek(HEAD_BYTES))
     length = window.drain()
-    accounting.bytes_quarantined += length
-    accounting.frames_bad += 1
+    accounting.count_bad(length)
     accounting.stop_reason = kind
-    return Quarantined(source, start, length, kind, detail, head)
+    return Quarantined.from_frame(source, start, head, kind, detail, length=length)

@@ -40,6 +40,7 @@ from wirecodecs.cernan.schema import (
 )
 from wirecodecs.registry import TableRows
 from wirecodecs.rows import (
+    EPOCH,
     EVENT_TIME_MAX_MS,
     EVENT_TIME_MIN_MS,
     EVENT_TIME_TYPE,
@@ -77,7 +78,6 @@ _U16 = struct.Struct(">H")
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def decode(
@@ -114,13 +114,9 @@ def decode(
             packet.resynced, resynced = resynced, False
             out.add(packet)
             if packet.error is None:
-                accounting.bytes_decoded += total
-                accounting.frames_good += 1
-                accounting.records_good += len(packet.datums)
+                accounting.count_good(total, records=len(packet.datums))
             else:
-                accounting.bytes_quarantined += total
-                accounting.frames_bad += 1
-                accounting.records_bad += packet.error.lost
+                accounting.count_bad(total, records_lost=packet.error.lost)
                 yield from out.flush()
                 yield _quarantined(source, frame, start, packet.error)
             if out.full:
@@ -157,10 +153,10 @@ def _framing_error(window, length, accounting, out, opts) -> Iterator:
         skipped, found = _resync(window, opts["max_packet_bytes"])
         if found:  # the garbage up to a plausible packet is skipped
             out.framing(start, length, code, f"resync skipped {skipped} bytes")
-            accounting.bytes_skipped += skipped
+            accounting.count_skipped(skipped)
             return "resynced"
         out.framing(start, length, code, "resync found no packet after it")
-        accounting.bytes_truncated_tail += skipped  # with the rest: the file's tail
+        accounting.count_truncated_tail(skipped)  # with the rest: the file's tail
         truncated_tail(window, accounting)
         return "end"
     if not too_large:
@@ -179,15 +175,13 @@ def _framing_error(window, length, accounting, out, opts) -> Iterator:
         passed += step
     if passed < total:
         out.framing(start, length, "truncated_packet", _cut(length, passed - _PREFIX))
-        accounting.bytes_truncated_tail += passed
-        accounting.stop_reason = "truncated_tail"
+        accounting.count_truncated_tail(passed)
         return "end"
     detail = f"length {length} exceeds max_packet_bytes ({opts['max_packet_bytes']})"
     out.framing(start, length, "packet_too_large", detail, complete=True)
-    accounting.bytes_quarantined += total
-    accounting.frames_bad += 1
+    accounting.count_bad(total)
     yield from out.flush()
-    yield Quarantined(out.source, start, total, "packet_too_large", detail, head)
+    yield Quarantined.from_frame(out.source, start, head, "packet_too_large", detail, length=total)
     return "skipped"
 
 
@@ -397,9 +391,7 @@ def _utf8_chars_end(data: bytes, pos: int, chars: int) -> int | None:
 
 
 def _quarantined(source: str, frame: memoryview, start: int, err: PacketError) -> Quarantined:
-    return Quarantined(
-        source, start, len(frame), err.code, f"{err.stage}: {err.detail}", bytes(frame[:HEAD_BYTES])
-    )
+    return Quarantined.from_frame(source, start, frame, err.code, f"{err.stage}: {err.detail}")
 
 
 # ---- rows -> Arrow ------------------------------------------------------------------------------
@@ -503,7 +495,7 @@ class _Buffer:
         if isinstance(value, dt.datetime):
             if value.tzinfo is None:
                 value = value.replace(tzinfo=dt.UTC)
-            return (value - _EPOCH) // dt.timedelta(microseconds=1)
+            return (value - EPOCH) // dt.timedelta(microseconds=1)
         if isinstance(value, int | float) and not isinstance(value, bool):
             micros = int(value * self.time_unit)
             if EVENT_TIME_MIN_MS * 1000 <= micros <= EVENT_TIME_MAX_MS * 1000:
@@ -586,7 +578,7 @@ class _Buffer:
             rows = self.packets
             for row in rows:
                 if row["event_time"] is not None:
-                    row["event_time"] = _EPOCH + dt.timedelta(microseconds=row["event_time"])
+                    row["event_time"] = EPOCH + dt.timedelta(microseconds=row["event_time"])
             batch = pa.RecordBatch.from_pylist(rows, schema=PACKETS_SCHEMA)
             yield from (TableRows(PACKETS, part) for part in in_batches(batch, self.batch_rows))
         self._reset()

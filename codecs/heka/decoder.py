@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import read_uvarint
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
@@ -100,13 +100,13 @@ def decode(
             return
     inflated.finish()
     if inflated.failure is not None:
-        yield Quarantined(
+        yield Quarantined.from_frame(
             source,
             inflated.failure_offset,
-            inflated.failed_bytes,
+            inflated.failure_head,
             inflated.failure.kind,
             f"{inflated.failure.detail} (offset and length in compressed bytes)",
-            inflated.failure_head,
+            length=inflated.failed_bytes,
         )
     _fold(walked, inflated, raw.raw_bytes)
     _add(walked, accounting)
@@ -223,8 +223,7 @@ def _walk(
             if after_garbage and header is None:
                 _skip(window, acc, have)
             else:
-                acc.bytes_truncated_tail += have
-                acc.stop_reason = "truncated_tail"
+                acc.count_truncated_tail(have)
                 window.consume(have)
             break
         start = window.offset
@@ -237,9 +236,7 @@ def _walk(
             yield from rows.flush()
             yield _quarantine(frame, start, source, acc, err)
             continue
-        acc.bytes_decoded += size
-        acc.frames_good += 1
-        acc.records_good += 1
+        acc.count_good(size)
         rows.add(start, size, row)
         if rows.full:
             yield from rows.flush()
@@ -247,17 +244,15 @@ def _walk(
 
 
 def _skip(window: StreamWindow, acc: FileAccounting, n: int) -> None:
-    acc.bytes_skipped += n
+    acc.count_skipped(n)
     window.consume(n)
 
 
 def _quarantine(
     frame: memoryview, start: int, source: str, acc: FileAccounting, err: DecodeError
 ) -> Quarantined:
-    acc.bytes_quarantined += len(frame)
-    acc.frames_bad += 1
-    acc.records_bad += 1
-    return Quarantined(source, start, len(frame), err.kind, err.detail, bytes(frame[:HEAD_BYTES]))
+    acc.count_bad(len(frame), records_lost=1)
+    return Quarantined.from_frame(source, start, frame, err.kind, err.detail)
 
 
 def _framed(acc: FileAccounting) -> bool:
@@ -290,10 +285,9 @@ def _fold(walked: FileAccounting, inflated: Inflated, raw_total: int) -> None:
     for name, share in zip(_BYTES, _apportion(inflated_raw, parts), strict=True):
         setattr(walked, name, share)
     walked.bytes_total = raw_total
-    walked.bytes_quarantined += inflated.failed_bytes
-    walked.bytes_skipped += inflated.trailing_bytes
+    walked.count_skipped(inflated.trailing_bytes)
     if inflated.failure is not None:
-        walked.frames_bad += 1
+        walked.count_bad(inflated.failed_bytes)
         walked.stop_reason = inflated.failure.kind
     elif inflated.truncated:
         walked.stop_reason = "truncated_tail"

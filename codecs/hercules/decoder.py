@@ -33,12 +33,12 @@ from typing import BinaryIO
 import lz4.block
 import pyarrow as pa
 
-from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, WIDTH, Event, EventReader
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("batch", "events", "stream_read")
@@ -67,7 +67,6 @@ _PATH, _COUNT, _ELEMENT, _TEXT, _RAW = map(
 )
 _LZ4_MAX_RATIO = 255  # an LZ4 block expands at most ~255x
 _LZ4_GUESS_RATIO = 4  # room first given to an LZ4 body, per byte, and its growth: `_lz4_block`
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def decode(
@@ -100,7 +99,7 @@ def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
             FORMAT, "trailing_bytes", f"{len(value) - end} bytes after the event", offset=end
         )
     micros = event_micros(event.timestamp)
-    when = None if micros is None else _EPOCH + dt.timedelta(microseconds=micros)
+    when = None if micros is None else EPOCH + dt.timedelta(microseconds=micros)
     row = dict(zip(_HEAD_COLUMNS, _head(event, when), strict=True))
     row["tags"] = [
         dict(zip(TAG_FIELDS, entries[at : at + WIDTH], strict=True))
@@ -327,9 +326,7 @@ class _Walk:
             self.rows.add(window.offset, event)
             self.last_ticks = event.timestamp
             window.consume(event.size)
-            self.acc.bytes_decoded += event.size
-            self.acc.frames_good += 1
-            self.acc.records_good += 1
+            self.acc.count_good(event.size)
             if self.rows.full:
                 yield from self.rows.flush()
             return True
@@ -364,10 +361,10 @@ class _Walk:
 
     def _quarantine_region(self, length: int, kind: str, detail: str) -> Quarantined:
         start = self.window.offset
-        head = bytes(self.window.peek(HEAD_BYTES))[:length]
+        region = self.window.peek(length)
         self.window.consume(length)
-        self._count_bad(length)
-        return Quarantined(self.source, start, length, kind, detail, head)
+        self.acc.count_bad(length)
+        return Quarantined.from_frame(self.source, start, region, kind, detail)
 
     def _misframed(self, end: int, size: int) -> int | None:
         """Called when the bytes after an event (`size` long, ending at `end` in the
@@ -411,10 +408,6 @@ class _Walk:
             probe.entries.clear()
             pos = data.find(b"\x01", pos + 1, stop)
         return None
-
-    def _count_bad(self, length: int) -> None:
-        self.acc.bytes_quarantined += length
-        self.acc.frames_bad += 1
 
 
 def _work(entries: list) -> int:
@@ -538,7 +531,6 @@ def _drain(stream: BinaryIO) -> int:
 def _quarantine_file(
     source: str, data: bytes, accounting: FileAccounting, kind: str, detail: str
 ) -> Quarantined:
-    accounting.bytes_quarantined += accounting.bytes_total
-    accounting.frames_bad += 1
+    accounting.count_bad(accounting.bytes_total)
     accounting.stop_reason = kind
-    return Quarantined(source, 0, accounting.bytes_total, kind, detail, data[:HEAD_BYTES])
+    return Quarantined.from_frame(source, 0, data, kind, detail, length=accounting.bytes_total)

@@ -16,12 +16,12 @@ import datetime as dt
 import re
 
 from wirecodecs.errors import DecodeError
+from wirecodecs.rows import EPOCH
 
 FORMAT = "inlong"
 _NUL = b"\xc0\x80"  # modified UTF-8's two-byte U+0000
 _BAD_MUTF8 = re.compile(rb"[\xf0-\xff]")  # Java's readUTF has no 4-byte sequences
 _T_LAYOUTS = ((12, "%Y%m%d%H%M"), (10, "%Y%m%d%H"), (8, "%Y%m%d"))  # by length, longest first
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")  # what Long.parseLong accepts (ASCII digits)
 # Guava's CharMatcher.whitespace() (its WHITESPACE table: Unicode White_Space), which
 # `trimResults()` trims. Not Python's str.strip() set: that one also holds U+001C-U+001F.
@@ -113,4 +113,4 @@ def _parse_t(text: str, layout: str) -> int | None:
         moment = dt.datetime.strptime(text, layout).replace(tzinfo=dt.UTC)
     except ValueError:
         return None
-    return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+    return (moment - EPOCH) // dt.timedelta(milliseconds=1)

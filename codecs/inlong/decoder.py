@@ -23,13 +23,13 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import UINT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.schema import INLONG_SCHEMA
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
+from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 FRAMINGS = ("message", "length_prefixed")
@@ -40,7 +40,6 @@ OPTIONS: dict[str, object] = {
     "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
 }
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 MESSAGE_COLUMNS = ("version", "create_time_ms", "msg_count", "msg_type", "group_id_num",
                    "stream_id_num", "ext_field", "data_time", "unique_id")  # fmt: skip
@@ -140,7 +139,7 @@ def decode_value(value: bytes, given: Mapping[str, object]) -> list[dict]:
         for values in zip(*columns.values(), strict=True):
             row = {**head, **dict(zip(columns, values, strict=True))}
             if row["event_time"] is not None:
-                row["event_time"] = _EPOCH + dt.timedelta(microseconds=row["event_time"])
+                row["event_time"] = EPOCH + dt.timedelta(microseconds=row["event_time"])
             rows.append({name: row[name] for name in VALUE_COLUMNS})
     return rows
 
@@ -233,22 +232,11 @@ def _frame(
     try:
         message = msg.parse(body, opts["max_decompressed_bytes"], opts["batch_rows"])
     except DecodeError as err:
-        accounting.bytes_quarantined += total
-        accounting.frames_bad += 1
-        accounting.records_bad += msg.declared_items(body)
+        accounting.count_bad(total, records_lost=msg.declared_items(body))
         where = "" if err.offset is None else f" (message byte {err.offset})"
-        yield Quarantined(
-            source,
-            start,
-            total,
-            err.kind,
-            f"{err.detail}{where}",
-            bytes(frame[:HEAD_BYTES]),
-        )
+        yield Quarantined.from_frame(source, start, frame, err.kind, f"{err.detail}{where}")
         return
-    accounting.bytes_decoded += total
-    accounting.frames_good += 1
-    accounting.records_good += message.item_count
+    accounting.count_good(total, records=message.item_count)
     values = message_values(message)
     for items in message.items():
         yield from rows.add(start, values, items)

@@ -1,4 +1,4 @@
-"""The v2 record walk compiled with numba: the optional fast path of `decoder._v2_records`.
+"""The v2 record walk compiled with numba: the fast path of `record_batch`.
 
 Same walk, over a numpy uint8 view of a records section: varints are decoded as Java reads
 them (5 bytes for an int, 10 for a long, extra bits dropped). Each section's records are
@@ -69,9 +69,9 @@ def _field(data, pos, out, at):
 
 @njit(cache=True, nogil=True)
 def _walk(data, count, rows, headers, keys, values, header_keys, header_values, used):
-    """Append `count` records (§4.3) filling `data` exactly to the buffers after `used`
-    (rows, then bytes of keys, values, header keys, header values, then header pairs):
-    per row (offsetDelta, timestampDelta, key size, value size, header count) in `rows`,
+    """Append `count` records (docs/kafka.md §2.7) filling `data` exactly to the buffers
+    after `used` (rows, then bytes of keys, values, header keys, header values, then header
+    pairs): per row (offsetDelta, timestampDelta, key size, value size, header count) in `rows`,
     per header (key size, value size) in `headers`, sizes -1 for null. Returns 0 and
     advances `used`; `_FAILED` for a section that is not `count` clean records; `_GROW`
     or `_MORE_HEADERS` when a buffer may be too small (nothing appended either way)."""

@@ -1,4 +1,4 @@
-"""A segment's offset index (`<base>.index`, kafka.md §5.3), checked against the segment
+"""A segment's offset index (`<base>.index`, docs/kafka.md §2.10), checked against the segment
 as `kafka-dump-log --verify-index-only` does, and used to cut a large segment at indexed
 batches (`split`, Kafka's `WireFormat.split`).
 
@@ -20,13 +20,17 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from wirecodecs.binary import INT32
-from wirecodecs.kafka.decoder import LOG_OVERHEAD, MIN_ENTRY_SIZE
+from wirecodecs.kafka.entry import (
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+    MIN_ENTRY_SIZE,
+    PREFIX,
+    last_offset_of,
+)
 from wirecodecs.registry import OpenFile, SplitPoint, Splits
 
 ENTRY = struct.Struct(">ii")  # relativeOffset | position
-_PREFIX = struct.Struct(">qiib")  # offset (v2: baseOffset) | size | crc or epoch | magic
-_LAST_DELTA_AT = 23  # v2: after the prefix, crc (4) and attributes (2)
-_HEAD_BYTES = _LAST_DELTA_AT + INT32.size
+_HEAD_BYTES = LAST_OFFSET_DELTA_AT + INT32.size  # a v2 batch's head up to its last offset
 _READ_ENTRIES = 8192  # index entries read at a time
 SHOWN_MISMATCHES = 5  # mismatches the manifest lists (all are counted)
 _SEGMENT_NAME = re.compile(r"([0-9]+)\.log")
@@ -131,16 +135,16 @@ class IndexCheck:
                 f"entry (offset {self.base + relative}, position {position}) does not follow "
                 f"(offset {self.base + before_relative}, position {before_position})"
             )
-        if position + _PREFIX.size > self.size:
+        if position + PREFIX.size > self.size:
             return "outside_segment", f"position {position} in a {self.size}-byte segment"
         self.segment.seek(position)
         head = self.segment.read(_HEAD_BYTES)
-        first, length, _, magic = _PREFIX.unpack_from(head)
+        _, length, _, magic = PREFIX.unpack_from(head)
         if length < MIN_ENTRY_SIZE or magic not in (0, 1, 2):
             return "no_entry", f"no log entry starts there (size {length}, magic {magic})"
         if position + LOG_OVERHEAD + length > self.size or (magic == 2 and len(head) < _HEAD_BYTES):
             return "entry_cut", f"the {LOG_OVERHEAD + length}-byte entry there is cut by the end"
-        last = first + INT32.unpack_from(head, _LAST_DELTA_AT)[0] if magic == 2 else first
+        last = last_offset_of(head)
         if last != self.base + relative:
             return "offset_mismatch", f"the entry there ends at offset {last}"
         return None

@@ -1,4 +1,4 @@
-"""Which files in a landed Kafka partition directory hold log entries (kafka.md §5.1).
+"""Which files in a landed Kafka partition directory hold log entries (docs/kafka.md §1).
 
 A partition directory holds `.log` segments next to companions that are not log entries:
 offset/time/transaction indexes, producer-state snapshots, `leader-epoch-checkpoint`,

@@ -26,7 +26,7 @@ from wirecodecs.kafka import KAFKA
 from wirecodecs.kafka.decoder import topic_partition
 from wirecodecs.kafka.schema import KAFKA_SCHEMA
 
-KAFKA_DATA = Path(__file__).resolve().parents[1] / "data" / "kafka"
+KAFKA_DATA = Path(__file__).resolve().parents[2] / "data" / "kafka"
 MANIFEST = json.loads((KAFKA_DATA / "MANIFEST.json").read_text())
 SEGMENT_DIR = "segment_dir/orders-0"
 SEGMENTS = [f"{SEGMENT_DIR}/{base}.log" for base in MANIFEST["segment_dir"]]

@@ -21,7 +21,7 @@ from kafka.record import MemoryRecords
 from wirecodecs.kafka import encoder as enc
 from wirecodecs.kafka.schema import KAFKA_SCHEMA
 
-VECTORS = Path(__file__).resolve().parents[1] / "data" / "kafka"
+VECTORS = Path(__file__).resolve().parents[2] / "data" / "kafka"
 SOURCE = "landing/orders-3/00000000000000000000.log"
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 INT32_WRAP = 2**31

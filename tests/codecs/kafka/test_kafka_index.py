@@ -18,7 +18,7 @@ from wirecodecs.kafka import KAFKA
 from wirecodecs.kafka.index import SHOWN_MISMATCHES, split
 from wirecodecs.registry import SplitPoint
 
-VECTORS = Path(__file__).resolve().parents[1] / "data" / "kafka"
+VECTORS = Path(__file__).resolve().parents[2] / "data" / "kafka"
 SEGMENTS = VECTORS / "segment_dir" / "orders-0"
 BASES = ["00000000000000000000", "00000000000000002331"]
 FOLDER = "landing/orders-0"

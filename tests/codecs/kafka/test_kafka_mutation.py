@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from wirecodecs.kafka.schema import KAFKA_SCHEMA
 
-KAFKA_DATA = Path(__file__).resolve().parents[1] / "data" / "kafka"
+KAFKA_DATA = Path(__file__).resolve().parents[2] / "data" / "kafka"
 SEEDS = {
     name: (KAFKA_DATA / name).read_bytes()
     for name in (

@@ -35,7 +35,6 @@ from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import read_uvarint
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
-from wirecodecs.heka.inflate import Inflated, RawSource
 from wirecodecs.heka.message import (
     DEFAULT_SEVERITY,
     FIELD_MEMBERS,
@@ -48,6 +47,7 @@ from wirecodecs.heka.message import (
     parse_message,
 )
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
+from wirecodecs.inflate import Inflated, RawSource
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow
 
@@ -85,7 +85,7 @@ def decode(
         finally:
             accounting.bytes_total += raw.raw_bytes
         return
-    inflated = Inflated(raw, codec)
+    inflated = Inflated(raw, codec, FORMAT)
     walked = FileAccounting(source, FORMAT)
     yield from _walk(StreamWindow(inflated), source, walked, opts, keys)
     if not _framed(walked) and not inflated.clean and raw.rewind():

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from wirecodecs.heka.decoder import _FRAME, _SHORT, RS, _options, _probe
-from wirecodecs.heka.inflate import RawSource
+from wirecodecs.inflate import RawSource
 from wirecodecs.registry import OpenFile, SplitPoint, Splits
 
 _REACH = 2 + 0xFF  # from a 0x1E, its header length byte reaches at most this far

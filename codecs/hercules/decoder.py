@@ -30,7 +30,6 @@ import io
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
-import lz4.block
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
@@ -38,6 +37,7 @@ from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, WIDTH, Event, EventReader
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
+from wirecodecs.inflate import drain, lz4_block, read_up_to
 from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
@@ -65,8 +65,6 @@ _ENTRY_WORK = 2500  # an entry read (a container level: two calls, a tuple, a di
 _PATH, _COUNT, _ELEMENT, _TEXT, _RAW = map(
     TAG_FIELDS.index, ("path", "count", "element_type", "string_value", "bytes_value")
 )
-_LZ4_MAX_RATIO = 255  # an LZ4 block expands at most ~255x
-_LZ4_GUESS_RATIO = 4  # room first given to an LZ4 body, per byte, and its growth: `_lz4_block`
 
 
 def decode(
@@ -462,19 +460,19 @@ def _decode_lz4(
     one compressed unit, so its bytes are decoded when the body is clean, else quarantined
     as one region (the good events still yield rows)."""
     limit = opts["max_lz4_body_bytes"]
-    data = _read_up_to(stream, limit + 1)
+    data = read_up_to(stream, limit + 1)
     accounting.bytes_total += len(data)
     if len(data) > limit:
-        accounting.bytes_total += _drain(stream)
+        accounting.bytes_total += drain(stream)
         yield _quarantine_file(source, data, accounting, "length_out_of_range",
                                f"LZ4 body above max_lz4_body_bytes ({limit})")  # fmt: skip
         return
     if not data:
         return
     try:
-        body = _lz4_block(data, min(limit, len(data) * _LZ4_MAX_RATIO + 16))
-    except (lz4.block.LZ4BlockError, ValueError, MemoryError) as err:
-        yield _quarantine_file(source, data, accounting, "decompress_failed", f"lz4: {err}")
+        body = lz4_block(FORMAT, data, limit)
+    except DecodeError as err:
+        yield _quarantine_file(source, data, accounting, err.kind, err.detail)
         return
     inner = FileAccounting(source, FORMAT)
     problems = []
@@ -496,36 +494,6 @@ def _decode_lz4(
         detail += f"; body ends inside an event ({inner.bytes_truncated_tail} bytes)"
     kind = problems[0].kind if problems else "truncated"
     yield _quarantine_file(source, data, accounting, kind, f"LZ4 body damaged: {detail}")
-
-
-def _lz4_block(data: bytes, most: int) -> bytes:
-    """An LZ4 block of unknown size that cannot be larger than `most`. python-lz4 allocates
-    the room it is given before it starts, so the room starts at 4x the block and grows 4x
-    each time it is too small (the block is decoded again): memory follows the body."""
-    room = min(most, _LZ4_GUESS_RATIO * len(data))
-    while True:
-        try:
-            return lz4.block.decompress(data, uncompressed_size=room)
-        except lz4.block.LZ4BlockError:
-            if room >= most:  # corrupt, or larger than `most`
-                raise
-            room = min(most, _LZ4_GUESS_RATIO * room)
-
-
-def _read_up_to(stream: BinaryIO, n: int) -> bytes:
-    """At most `n` bytes, fewer only at the end of the stream (reads may come short)."""
-    parts, have = [], 0
-    while have < n and (piece := stream.read(min(n - have, 1 << 20))):
-        parts.append(piece)
-        have += len(piece)
-    return b"".join(parts)
-
-
-def _drain(stream: BinaryIO) -> int:
-    count = 0
-    while piece := stream.read(1 << 20):
-        count += len(piece)
-    return count
 
 
 def _quarantine_file(

@@ -41,7 +41,7 @@ from pathlib import Path
 from decoding import ChunkedReads, Decoded, check_items, check_quarantined, decode_all, outcome
 
 from wirecodecs import get
-from wirecodecs.heka.inflate import RawSource
+from wirecodecs.inflate import RawSource
 from wirecodecs.kafka import decoder as kafka_decoder
 from wirecodecs.registry import TableRows
 from wirecodecs.samples import write_sample_day

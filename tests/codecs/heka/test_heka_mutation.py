@@ -19,8 +19,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from wirecodecs.accounting import HEAD_BYTES
-from wirecodecs.heka.inflate import REPLAY_BYTES
 from wirecodecs.heka.schema import HEKA_SCHEMA
+from wirecodecs.inflate import REPLAY_BYTES
 
 SEEDS = {
     name: (DATA / name).read_bytes()

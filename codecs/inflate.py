@@ -1,14 +1,23 @@
-"""Whole-file gzip and zstd around a Heka stream: sniffed by magic, inflated as a stream.
+"""Whole-file decompression: a landed file that is one compressed unit around a stream.
 
-A compressed dump (`.gz` S3 objects, `.zst` objects, heka.md §1) is read in raw chunks
-and inflated in bounded steps, so memory never holds more than one raw chunk and one
-bounded piece of output: zlib's `max_length` bounds gzip; zstd has no output bound, so it
-is fed in steps small enough that one step cannot emit more than a few MiB. Damage is
-recorded, never raised: a corrupt member (`failure`), a stream cut inside a member
-(`truncated`), and bytes after the last member that start no other one (`trailing_bytes`).
-Reading stops at the damage, and the first MiB of the file is kept until then, so that a
-plain stream which merely starts with a magic can still be walked from its first byte
-(`RawSource.rewind`).
+Formats differ in what a damaged file means (Heka folds its accounting back onto the
+compressed bytes, Hercules quarantines the file as one region), not in how it is read; the
+reading is here, for every format. Two kinds of file:
+
+* **gzip and zstd**, sniffed by their magic (`RawSource.sniff`) and inflated as a stream
+  (`Inflated`): Heka's `.gz` and `.zst` objects (docs/heka.md, "Landings and the walk");
+* **one LZ4 block** with no frame and no size (`lz4_block`), which cannot be streamed:
+  the file is read whole up to a bound (`read_up_to`): Hercules bodies sent with
+  `Content-Encoding: lz4` (docs/hercules.md, "LZ4 bodies").
+
+A gzip or zstd file is read in raw chunks and inflated in bounded steps, so memory never
+holds more than one raw chunk and one bounded piece of output: zlib's `max_length` bounds
+gzip; zstd has no output bound, so it is fed in steps small enough that one step cannot
+emit more than a few MiB. Damage is recorded, never raised: a corrupt member (`failure`),
+a stream cut inside a member (`truncated`), and bytes after the last member that start no
+other one (`trailing_bytes`). Reading stops at the damage, and the first MiB of the file
+is kept until then, so that a plain stream which merely starts with a magic can still be
+walked from its first byte (`RawSource.rewind`).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
+import lz4.block
 import zstandard
 
 from wirecodecs.accounting import HEAD_BYTES
@@ -32,6 +42,8 @@ RAW_CHUNK = 256 << 10
 # per call bound one call's output to 4 MiB.
 _ZSTD_STEP = 128
 REPLAY_BYTES = 1 << 20  # how much of a file's start is kept for `RawSource.rewind`
+_LZ4_MAX_RATIO = 255  # an LZ4 block expands at most ~255x
+_LZ4_GUESS_RATIO = 4  # room first given to an LZ4 block, per byte, and its growth
 
 
 class RawSource:
@@ -123,8 +135,9 @@ class Inflated:
     """The decompressed stream of a `RawSource` whose codec was sniffed: `read(n)` returns
     decompressed bytes (about `n`; zstd steps may return up to 4 MiB), b"" at its end."""
 
-    def __init__(self, raw: RawSource, codec: str) -> None:
+    def __init__(self, raw: RawSource, codec: str, fmt: str) -> None:
         self.codec = codec
+        self.fmt = fmt  # the format named by `failure`
         self._raw = raw
         self._magic, self._new, self._step, self._errors = _CODECS[codec]
         self._inflater = self._new()
@@ -209,7 +222,7 @@ class Inflated:
     def _fail(self, pending: int, detail: str) -> None:
         """The file cannot be inflated from the input still pending, or from its first byte
         when nothing inflated (the bytes the inflater took produced nothing either)."""
-        self.failure = DecodeError("heka", "decompress_failed", f"{self.codec}: {detail}")
+        self.failure = DecodeError(self.fmt, "decompress_failed", f"{self.codec}: {detail}")
         if self._produced:  # else offset 0, and the head is the file's (see `finish`)
             self.failure_offset = self._raw.raw_bytes - pending
             while len(self._input) < HEAD_BYTES and self._more():
@@ -217,3 +230,38 @@ class Inflated:
             self.failure_head = bytes(self._input[:HEAD_BYTES])
         self._input = memoryview(b"")
         self._done = True
+
+
+def read_up_to(stream: BinaryIO, n: int) -> bytes:
+    """At most `n` bytes, fewer only at the end of the stream (reads may come short)."""
+    parts, have = [], 0
+    while have < n and (piece := stream.read(min(n - have, RAW_CHUNK))):
+        parts.append(piece)
+        have += len(piece)
+    return b"".join(parts)
+
+
+def drain(stream: BinaryIO) -> int:
+    """Read the stream to its end without keeping it; returns the bytes read."""
+    count = 0
+    while piece := stream.read(RAW_CHUNK):
+        count += len(piece)
+    return count
+
+
+def lz4_block(fmt: str, data: bytes, max_bytes: int) -> bytes:
+    """An LZ4 block of unknown size, at most `max_bytes` (and 255x its own size) once
+    decompressed. python-lz4 allocates the room it is given before it starts, so the room
+    starts at 4x the block and grows 4x each time it is too small (the block is decoded
+    again): memory follows the output. A corrupt block and one that would be larger than
+    the bound both fail (`decompress_failed`): LZ4 cannot tell them apart."""
+    most = min(max_bytes, len(data) * _LZ4_MAX_RATIO + 16)
+    room = min(most, _LZ4_GUESS_RATIO * len(data))
+    while True:
+        try:
+            return lz4.block.decompress(data, uncompressed_size=room)
+        except (lz4.block.LZ4BlockError, ValueError, MemoryError) as err:
+            if isinstance(err, lz4.block.LZ4BlockError) and room < most:  # room too small?
+                room = min(most, _LZ4_GUESS_RATIO * room)
+                continue
+            raise DecodeError(fmt, "decompress_failed", f"lz4: {err}") from None

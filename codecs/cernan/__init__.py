@@ -1,7 +1,7 @@
 """cernan Avro source dumps: v1/v2 packets (u32 length, header, KV pairs, Avro container)."""
 
-from wirecodecs.cernan.decoder import OPTIONS, PACKETS, decode
-from wirecodecs.cernan.schema import PACKETS_SCHEMA, RECORDS_SCHEMA, schema_for
+from wirecodecs.cernan.decoder import OPTIONS, decode
+from wirecodecs.cernan.schema import PACKETS, PACKETS_SCHEMA, RECORDS_SCHEMA, schema_for
 from wirecodecs.cernan.splitting import split
 from wirecodecs.registry import WireFormat
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from wirecodecs.cernan.decoder import _LENGTH, _options
+from wirecodecs.cernan.decoder import _options
+from wirecodecs.cernan.packet import LENGTH
 from wirecodecs.registry import OpenFile, SplitPoint, Splits
 
 
@@ -34,10 +35,10 @@ def split(
     boundary = next(pending)
     at = index = 0
     with open_file(path) as file:
-        while at + _LENGTH.size <= size:
+        while at + LENGTH.size <= size:
             file.seek(at)
-            (length,) = _LENGTH.unpack(file.read(_LENGTH.size))
-            end = at + _LENGTH.size + length
+            (length,) = LENGTH.unpack(file.read(LENGTH.size))
+            end = at + LENGTH.size + length
             if end > size or (opts["resync"] and length > opts["max_packet_bytes"]):
                 break
             if at >= boundary:

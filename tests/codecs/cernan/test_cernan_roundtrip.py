@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from wirecodecs.cernan import CERNAN, schema_for
 from wirecodecs.cernan import encoder as enc
-from wirecodecs.cernan.decoder import read_packet
+from wirecodecs.cernan.packet import read_packet
 from wirecodecs.cernan.schema import RECORDS_SCHEMA
 
 EVENT = {

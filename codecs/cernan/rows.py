@@ -1,0 +1,232 @@
+"""Cernan rows: the records table (one row per datum of an ok packet) and the packets
+table (one row per frame), built from `Packet`s and turned into Arrow a flush at a time."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping
+
+import pyarrow as pa
+
+from wirecodecs.cernan.arrow_types import arrow_type, load_datum_schema
+from wirecodecs.cernan.packet import Packet, text_or_none
+from wirecodecs.cernan.render import datums_json
+from wirecodecs.cernan.schema import PACKETS, PACKETS_SCHEMA, records_schema
+from wirecodecs.registry import TableRows
+from wirecodecs.rows import (
+    EPOCH,
+    EVENT_TIME_MAX_MS,
+    EVENT_TIME_MIN_MS,
+    EVENT_TIME_TYPE,
+    FLUSH_BYTES,
+    in_batches,
+)
+
+UNITS_US = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}  # option `event_time_unit`
+
+
+def _hex64(value: int | None) -> str | None:
+    return None if value is None else f"{value:016x}"
+
+
+class PacketRows:
+    """Packets and records decoded since the last flush, turned into Arrow in one go."""
+
+    def __init__(self, source: str, opts: Mapping[str, object]) -> None:
+        self.source = source
+        self.batch_rows = opts["batch_rows"]
+        self.index = 0  # packet index in the file (truncated frames included)
+        path = opts["datum_schema_file"]
+        self.reader = load_datum_schema(str(path)) if path else None
+        self.datum_type, self.convert = (
+            arrow_type(self.reader) if self.reader is not None else (None, None)
+        )
+        self.schema = records_schema(self.datum_type)
+        field_path = str(opts["event_time_field"])
+        self.time_path = field_path.split(".") if field_path else None
+        self.time_unit = UNITS_US[opts["event_time_unit"]]
+        self._reset()
+
+    def _reset(self) -> None:
+        self.packets: list[dict] = []
+        self.columns: dict[str, list] = {name: [] for name in self.schema.names}
+        self.rows = 0
+        self.payload_bytes = 0
+
+    @property
+    def full(self) -> bool:
+        return self.rows >= self.batch_rows or self.payload_bytes >= FLUSH_BYTES
+
+    def framing(
+        self, start: int, length: int, code: str, detail: str, *, complete: bool = False
+    ) -> None:
+        """A packets row for a frame the walk could not take whole."""
+        row = _empty_packet_row(self.source, start, self.index, length)
+        row.update(complete=complete, status="error", error_stage="framing")
+        row.update(error_code=code, error_detail=detail)
+        self.packets.append(row)
+        self.index += 1
+
+    def add(self, packet: Packet) -> None:
+        times = self._records(packet) if packet.error is None else []
+        first = min((time for time in times if time is not None), default=None)
+        self.packets.append(self._packet_row(packet, first))
+        self.index += 1
+        self.payload_bytes += packet.length
+
+    def _records(self, packet: Packet) -> list:
+        datums = packet.datums
+        n = len(datums)
+        if not n:
+            return []
+        container = packet.container
+        columns = self.columns
+        times = [self._event_time(datum) for datum in datums] if self.time_path else [None] * n
+        shared = {
+            "source_file": self.source,
+            "byte_offset": packet.offset,
+            "packet_index": self.index,
+            "id": packet.id,
+            "shard_by": packet.shard_by,
+            "schema_fingerprint": container.schema.fingerprint,
+            "schema_full_name": container.schema.full_name,
+        }
+        for name, value in shared.items():
+            columns[name].extend([value] * n)
+        columns["event_time"].extend(times)
+        for block, count in enumerate(container.block_counts):
+            columns["block_index"].extend([block] * count)
+            columns["record_index_in_block"].extend(range(count))
+        columns["record_index"].extend(range(n))
+        if self.datum_type is None:
+            columns["record_json"].extend(packet.rendered)
+        else:
+            columns["record"].append(packet.rendered)  # one Arrow array per packet
+        self.rows += n
+        return times
+
+    def render(self, packet: Packet) -> list[bytes] | pa.Array:
+        """A packet's datums as JSON, or as one typed Arrow array (`datum_schema_file`)."""
+        datums = packet.datums
+        if self.datum_type is None:
+            return datums_json(datums, packet.container.schema.floats)
+        convert = self.convert
+        return pa.array(datums if convert is None else list(map(convert, datums)), self.datum_type)
+
+    def _event_time(self, datum) -> int | None:
+        """The datum's event time in µs since the epoch, or None (missing, bad, out of range)."""
+        value = datum
+        for name in self.time_path:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(name)
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=dt.UTC)
+            return (value - EPOCH) // dt.timedelta(microseconds=1)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            micros = int(value * self.time_unit)
+            if EVENT_TIME_MIN_MS * 1000 <= micros <= EVENT_TIME_MAX_MS * 1000:
+                return micros
+        return None
+
+    def _packet_row(self, packet: Packet, event_time: int | None) -> dict:
+        row = _empty_packet_row(self.source, packet.offset, self.index, packet.length)
+        row.update(complete=True, resynced=packet.resynced, warnings=packet.warnings)
+        row["event_time"] = event_time
+        row["record_count"] = len(packet.datums)
+        if packet.version is not None:
+            row.update(
+                version=packet.version,
+                control=packet.control,
+                sync=bool(packet.control & 1),
+                id=packet.id,
+                id_hex=_hex64(packet.id),
+                shard_by=packet.shard_by,
+                shard_by_hex=_hex64(packet.shard_by),
+                cernan_kafka_key=f"{packet.shard_by:X}",
+            )
+        if packet.kv is not None and not (packet.error and packet.error.stage == "kv"):
+            row["kv"] = [
+                {"key": text_or_none(key), "key_bytes": key, "value": value}
+                for key, value in packet.kv
+            ]
+            kv_map = {}
+            for key, value in packet.kv:
+                text = text_or_none(key)
+                if text is not None:
+                    kv_map[text] = text_or_none(value)
+            row["kv_map"] = list(kv_map.items())
+            row["kv_section_length"] = packet.kv_section_length
+        row.update(
+            avro_offset=packet.avro_offset,
+            avro_length=packet.avro_length,
+            avro_sha256=packet.avro_sha256,
+        )
+        container = packet.container
+        if container is not None:
+            schema = container.schema
+            row.update(
+                codec=container.codec,
+                schema_json=container.schema_json,
+                schema_full_name=schema.full_name,
+                schema_fingerprint=schema.fingerprint,
+                ocf_sync=container.sync,
+                ocf_user_metadata=list(container.user_metadata.items()),
+                block_count=len(container.block_counts),
+                block_record_counts=container.block_counts,
+                declared_record_count=sum(container.block_counts),
+            )
+        if packet.error is not None:
+            err = packet.error
+            row.update(
+                status="error",
+                error_stage=err.stage,
+                error_code=err.code,
+                error_detail=err.detail,
+                records_before_error=err.records_before,
+            )
+        return row
+
+    def flush(self) -> Iterator[pa.RecordBatch | TableRows]:
+        """Records first, then the packets rows of the same stretch of the file."""
+        if self.rows:
+            columns = self.columns
+            arrays = []
+            for item in self.schema:
+                values = columns[item.name]
+                if item.name == "event_time":
+                    arrays.append(pa.array(values, pa.int64()).cast(EVENT_TIME_TYPE))
+                elif item.name == "record":
+                    arrays.append(pa.concat_arrays(values))
+                else:
+                    arrays.append(pa.array(values, item.type))
+            batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+            yield from in_batches(batch, self.batch_rows)
+        if self.packets:
+            rows = self.packets
+            for row in rows:
+                if row["event_time"] is not None:
+                    row["event_time"] = EPOCH + dt.timedelta(microseconds=row["event_time"])
+            batch = pa.RecordBatch.from_pylist(rows, schema=PACKETS_SCHEMA)
+            yield from (TableRows(PACKETS, part) for part in in_batches(batch, self.batch_rows))
+        self._reset()
+
+
+_EMPTY_PACKET = {name: None for name in PACKETS_SCHEMA.names}
+
+
+def _empty_packet_row(source: str, offset: int, index: int, length: int) -> dict:
+    row = dict(_EMPTY_PACKET)
+    row.update(
+        source_file=source,
+        byte_offset=offset,
+        packet_index=index,
+        packet_length=length,
+        complete=False,
+        resynced=False,
+        status="ok",
+        warnings=[],
+        record_count=0,
+    )
+    return row

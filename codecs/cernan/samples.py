@@ -8,15 +8,11 @@ import datetime as dt
 import random
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wirecodecs.cernan import encoder as enc
-
-if TYPE_CHECKING:  # wirecodecs.samples imports this module to register its writer
-    from wirecodecs.samples import SampleFile
+from wirecodecs.sample_day import DAY_MS, SampleFile
 
 CODECS = ("null", "deflate", "snappy")
-_DAY_MS = 86_400_000
 _TS_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
 
 # Three producer schemas; every one has `event_time` (the sources config points at it).
@@ -85,7 +81,7 @@ def _datum(schema: dict, rng: random.Random, millis: int) -> dict:
 
 def _packet(rng: random.Random, schema: dict, start_ms: int, index: int) -> tuple[enc.Packet, int]:
     count = rng.randrange(1, 12)
-    records = [_datum(schema, rng, start_ms + rng.randrange(_DAY_MS)) for _ in range(count)]
+    records = [_datum(schema, rng, start_ms + rng.randrange(DAY_MS)) for _ in range(count)]
     version = 1 if index % 7 == 3 else 2
     avro = enc.container(
         schema,
@@ -121,8 +117,6 @@ def _damage(packet: enc.Packet, how: str) -> enc.Packet:
 def cernan_sample_day(out_dir: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Three proxy spool files for `day`: ~40 packets each, 3 damaged packets in the first
     two files, a packet cut in half at the end of the last."""
-    from wirecodecs.samples import SampleFile
-
     rng = random.Random(seed)
     start_ms = int(dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC).timestamp() * 1000)
     schemas = [PAGE_VIEW, ORDER, blueox_event("web-1"), blueox_event("worker-7")]

@@ -20,12 +20,9 @@ import gzip
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wirecodecs.heka import encoder as enc
-
-if TYPE_CHECKING:  # wirecodecs.samples imports this module to register its writer
-    from wirecodecs.samples import SampleFile
+from wirecodecs.sample_day import SampleFile
 
 SAMPLE_KEYS = {"ops_0": "sample-ops-key-rotate-me", "pay_2": "sample-pay-k\u00e9y-2"}
 SAMPLE_SECRETS_FILE = "heka_hmac_keys.json"
@@ -97,8 +94,6 @@ def _write(path: Path, chunks: list[bytes], compress: bool = False) -> None:
 
 def heka_sample_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """The three hosts' files for `day` (see the module docstring)."""
-    from wirecodecs.samples import SampleFile
-
     stamp = day.strftime("%Y%m%d")
     files = []
 

@@ -21,17 +21,13 @@ import datetime as dt
 import random
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wirecodecs.hercules import encoder as enc
 from wirecodecs.hercules.encoder import Value
 from wirecodecs.kafka import encoder as kafka_enc
-
-if TYPE_CHECKING:  # wirecodecs.samples imports this module to register its writers
-    from wirecodecs.samples import SampleFile
+from wirecodecs.sample_day import DAY_MS, SampleFile
 
 TICKS_PER_MS = 10_000
-DAY_MS = 86_400_000
 PROJECTS = (("shop", "production"), ("shop", "staging"), ("billing", "production"))
 APPS = ("api", "worker", "gateway", "scheduler")
 LEVELS = ("DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR")
@@ -178,8 +174,6 @@ def _rng(seed: int, day: dt.date, name: str) -> random.Random:
 def gate_batch_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Source `hercules`: four gate batches from two gates; one LZ4 body, one corrupt
     event in a batch, one batch cut inside its last event."""
-    from wirecodecs.samples import SampleFile
-
     files = []
     for index, (gate, damage) in enumerate(
         [("gate-1", None), ("gate-1", "lz4"), ("gate-2", "corrupt"), ("gate-2", "cut")]
@@ -212,8 +206,6 @@ def gate_batch_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
 def kafka_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Source `hercules_kafka`: two partitions of the gate's topic (one event per record,
     key = the event UUID, batches with every Kafka codec); one record value cut short."""
-    from wirecodecs.samples import SampleFile
-
     files = []
     codecs = list(kafka_enc.CODECS)
     for partition in range(2):

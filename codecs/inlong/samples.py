@@ -20,15 +20,10 @@ import datetime as dt
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.kafka import encoder as kafka_enc
-
-if TYPE_CHECKING:  # wirecodecs.samples imports this module to register its writers
-    from wirecodecs.samples import SampleFile
-
-DAY_MS = 86_400_000  # as wirecodecs.samples.DAY_MS, which cannot be imported here
+from wirecodecs.sample_day import DAY_MS, SampleFile
 
 GROUPS = (("g_shop", "s_orders", 101, 1), ("g_shop", "s_clicks", 101, 2), ("g_pay", "s_tx", 7, 3))
 NODES = ("10.0.0.11", "10.0.0.12", "10.0.0.13")
@@ -174,8 +169,6 @@ def _rejected_attr(producer: _Producer) -> _Message:
 def length_prefixed_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Source `inlong`: two DataProxy nodes' files; one carries a corrupt snappy block and
     a cut last frame, the other an attribute string Java rejects."""
-    from wirecodecs.samples import SampleFile
-
     files = []
     for node, (count, damage) in enumerate(((70, _damaged_snappy), (60, _rejected_attr))):
         producer = _Producer(day, _rng(seed, day, f"node{node}"))
@@ -201,8 +194,6 @@ def length_prefixed_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
 def message_files_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Source `inlong_messages`: one dumped message per file; one file cut short (its back
     magic lost), one whose magic is not InLong's."""
-    from wirecodecs.samples import SampleFile
-
     producer = _Producer(day, _rng(seed, day, "messages"))
     files = []
     for index, message in enumerate(producer.day(36)):
@@ -220,8 +211,6 @@ def message_files_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
 def kafka_day(out: Path, day: dt.date, seed: int) -> list[SampleFile]:
     """Source `inlong_kafka`: one partition of a topic DataProxy's Kafka sink writes
     (one message per record value, batches with every Kafka codec); one value corrupt."""
-    from wirecodecs.samples import SampleFile
-
     rng = _rng(seed, day, "kafka")
     producer = _Producer(day, rng)
     messages = producer.day(60)

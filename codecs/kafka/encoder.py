@@ -55,7 +55,8 @@ V2_HEADER_BYTES = _V2_HEAD.size + _V2_CRC_COVERED.size  # 61: the records sectio
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)  # magic, version, compatible
 _XERIAL_BLOCK = 32 * 1024  # snappy-java SnappyOutputStream.DEFAULT_BLOCK_SIZE
 _LZ4_KAFKA_HEADER = bytes.fromhex("04224d18604082")  # magic, FLG 0x60, BD 64 KiB, HC
-# Kafka 0.8/0.9 hashed the magic too: xxh32(04 22 4D 18 60 40) >> 8 & 0xFF (docs/kafka.md §2.9).
+# Kafka 0.8/0.9 hashed the magic too: xxh32(04 22 4D 18 60 40) >> 8 & 0xFF
+# (docs/kafka.md §2.9).
 _LZ4_BROKEN_HC = 0x1A
 
 
@@ -148,7 +149,8 @@ def encode(entry: MessageSet | RecordBatch) -> bytes:
 
 
 def encode_log(entries: Iterable[MessageSet | RecordBatch]) -> bytes:
-    """A segment body: the entries concatenated, with no header or padding (docs/kafka.md §2.10)."""
+    """A segment body: the entries concatenated, with no header or padding
+    (docs/kafka.md §2.10)."""
     return b"".join(encode(entry) for entry in entries)
 
 

@@ -1,6 +1,6 @@
-"""A segment's offset index (`<base>.index`, docs/kafka.md §2.10), checked against the segment
-as `kafka-dump-log --verify-index-only` does, and used to cut a large segment at indexed
-batches (`split`, Kafka's `WireFormat.split`).
+"""A segment's offset index (`<base>.index`, docs/kafka.md §2.10), checked against the
+segment as `kafka-dump-log --verify-index-only` does, and used to cut a large segment at
+indexed batches (`split`, Kafka's `WireFormat.split`; docs/kafka.md §6).
 
 The index is sparse: after every `index.interval.bytes` (4096 by default) of appended
 batches, an 8-byte entry `relativeOffset int32 | position int32` names a batch by its

@@ -210,8 +210,8 @@ def _headers(data: bytes, pos: int, row: int, out: list) -> int:
 
 def _control_fields(run: Run) -> None:
     """Control record key (version, type) and, for ABORT/COMMIT, the coordinator epoch
-    (docs/kafka.md §2.8). Java rejects a short key or value and a negative version; it reads higher
-    versions as version 0 and ignores trailing bytes."""
+    (docs/kafka.md §2.8). Java rejects a short key or value and a negative version; it
+    reads higher versions as version 0 and ignores trailing bytes."""
     for row, (key, value) in enumerate(zip(run.keys, run.values, strict=True)):
         if key is None or len(key) < 4 or INT16.unpack_from(key)[0] < 0:
             raise DecodeError(FORMAT, "invalid_control_record", f"record {row}: key {key!r}")

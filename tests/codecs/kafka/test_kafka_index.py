@@ -1,5 +1,5 @@
 """Kafka's split finder: the segment's `.index` checked against the segment as
-`kafka-dump-log --verify-index-only` does (kafka.md §5.3, §6.3), and split points at
+`kafka-dump-log --verify-index-only` does (docs/kafka.md §2.10, §6), and split points at
 indexed batches. The truth is the golden segments' sidecars (their `index_entries`, batch
 positions and last offsets), and the whole segment's decode for the ranges."""
 
@@ -146,7 +146,8 @@ def test_a_position_off_a_batch_start_is_a_mismatch():
     truth = sidecar(base)
     entries = [list(entry) for entry in truth["index_entries"]]
     position = entries[1][1]
-    entries[1][1] += 4  # its size field is then the batch's partitionLeaderEpoch (§4.1)
+    # its size field is then the batch's partitionLeaderEpoch (docs/kafka.md §2.5)
+    entries[1][1] += 4
     check = _mismatch(base, index_bytes(entries))
     epoch = next(b["partition_leader_epoch"] for b in truth["batches"] if b["position"] == position)
     assert check["mismatches"] == 1

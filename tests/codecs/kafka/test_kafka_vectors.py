@@ -47,7 +47,7 @@ def b64(value: str | None) -> bytes | None:
 
 
 def sequence(batch: dict, record: dict) -> int | None:
-    """baseSequence + offsetDelta, wrapping from 2**31 - 1 to 0 (spec §4.1)."""
+    """baseSequence + offsetDelta, wrapping from 2**31 - 1 to 0 (docs/kafka.md §4)."""
     if batch["base_sequence"] == -1:
         return None
     value = (batch["base_sequence"] + record["offset"] - batch["base_offset"]) % 2**31
@@ -57,7 +57,7 @@ def sequence(batch: dict, record: dict) -> int | None:
 
 
 def coordinator_epoch(record: dict) -> int | None:
-    """ABORT/COMMIT marker value: int16 version, int32 coordinatorEpoch (spec §4.5)."""
+    """ABORT/COMMIT marker value: int16 version, int32 coordinatorEpoch (docs/kafka.md §2.8)."""
     if record["control"]["type_name"] not in ("abort", "commit"):
         return None
     return struct.unpack_from(">hi", b64(record["value_b64"]))[1]
@@ -122,8 +122,8 @@ def tail_outcome(data: bytes, side: dict) -> tuple[str, int, int]:
     """How the walk must end after the sidecar's whole batches: (stop_reason, truncated
     tail bytes, quarantined bytes). A size field below 14 or above max_frame_bytes cannot
     be walked past (quarantine); an incomplete entry is a truncated tail when what is left
-    of it could start the next entry (its offset after the sidecar's last batch's, §1), else
-    corruption."""
+    of it could start the next entry (its offset after the sidecar's last batch's,
+    docs/kafka.md §3.3), else corruption."""
     valid_bytes = side["valid_bytes"]
     tail = len(data) - valid_bytes
     if tail == 0:
@@ -255,7 +255,7 @@ def test_absurd_length_within_the_bound_is_a_truncated_tail(decode):
 @pytest.mark.parametrize("segment", SEGMENTS)
 def test_segment_index_files_point_at_decoded_batches(decode, segment):
     """`.index` entries (relative last offset, position) and `.timeindex` entries (max
-    timestamp so far, relative offset) agree with the decoded rows (spec §5.3)."""
+    timestamp so far, relative offset) agree with the decoded rows (docs/kafka.md §2.10)."""
     side = sidecar(segment)
     log = KAFKA_DATA / segment
     base = int(log.stem)
@@ -281,14 +281,14 @@ def test_topic_and_partition_come_from_the_folder(decode):
 
 
 # ---- hand-made entries for rules the golden vectors do not reach -------------------------------
-# Built with kafka-python's builders (an independent writer) or by hand from spec §4.1/§4.3;
-# expected values come from the spec.
+# Built with kafka-python's builders (an independent writer) or by hand from docs/kafka.md
+# §2.5/§2.7; expected values come from that page.
 
 
 def v2_entry(
     records: bytes, count: int, *, attributes: int = 0, base_offset: int = 0, timestamp: int = 0
 ) -> bytes:
-    """A v2 batch around a hand-written records section (header per spec §4.1)."""
+    """A v2 batch around a hand-written records section (header per docs/kafka.md §2.5)."""
     body = struct.pack(">hiqqqhii", attributes, count - 1, timestamp, timestamp, -1, -1, -1, count)
     body += records
     crc = crc32c(body)

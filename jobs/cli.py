@@ -7,9 +7,11 @@ retries only the failures that a retry can change (dags/wirelake_tasks.py keeps 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
@@ -70,24 +72,39 @@ def spark_session(app_name: str) -> SparkSession:
     return spark
 
 
+@contextlib.contextmanager
+def own_session(app_name: str) -> Iterator[Callable[[], SparkSession]]:
+    """A job's own session, started on a thread at once and stopped on the way out; the
+    body gets the function that waits for it. Most of Spark's start-up (about 4 s) is the
+    JVM's, while Python waits on a socket: the body's first steps run in that time."""
+    with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
+        starting = pool.submit(spark_session, app_name)
+        try:
+            yield starting.result
+        finally:
+            if starting.exception() is None:  # waits for the start: a failed one has no session
+                starting.result().stop()
+
+
 def run_job(
     name: str,
     args: argparse.Namespace,
     spark: SparkSession | None,
     run: Callable[[SparkSession, argparse.Namespace], dict],
+    prepare: Callable[[], object] = lambda: None,
 ) -> dict | None:
-    """`run(spark, args)` in the given session, or in its own one that it stops after;
-    None (with the reason logged) when the run failed. An I/O or Spark error exits with
-    EXIT_TRANSIENT, so that Airflow retries it."""
+    """`prepare()`, then `run(spark, args)` in the given session, or in its own one that it
+    stops after; None (with the reason logged) when the run failed. An I/O or Spark error
+    exits with EXIT_TRANSIENT, so that Airflow retries it. `prepare` is work that needs no
+    Spark (importing Great Expectations: about 3 s): it runs while the own session starts."""
     log = logging.getLogger(f"wirelake.{name}")
-    own_session = spark is None
     try:
-        spark = spark or spark_session(f"wirelake-{name}-{args.source}-{args.date}")
-        try:
+        if spark is not None:
+            prepare()
             return run(spark, args)
-        finally:
-            if own_session:
-                spark.stop()
+        with own_session(f"wirelake-{name}-{args.source}-{args.date}") as session:
+            prepare()
+            return run(session(), args)
     except JobFailed as exc:
         log.error("%s %s dt=%s failed: %s", name, args.source, args.date, exc)
         return None

@@ -25,8 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import wirecodecs
-from expectations import registry, runner
-from expectations.checks import RunFacts
 from jobs import layout, metrics, storage
 from jobs.cli import (
     EXIT_FAILED,
@@ -42,12 +40,12 @@ from jobs.cli import (
 log = logging.getLogger("wirelake.validate")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jobs/validate.py", description="Validate one day of a source in the lake."
     )
     parser.add_argument("--source", required=True, help="table name, e.g. kafka")
-    parser.add_argument("--suite", required=True, help=f"one of: {', '.join(registry.names())}")
+    parser.add_argument("--suite", required=True, help="suite name (expectations/registry.py)")
     parser.add_argument("--date", required=True, type=iso_date, help="logical date D")
     parser.add_argument("--warehouse", required=True, help="lake root (path/URI)")
     parser.add_argument("--reports", required=True, help="reports root (path/URI)")
@@ -59,14 +57,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="suite parameter, a number or text (repeatable)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    return resolve_suite(parser, parser.parse_args(argv))
+
+
+def resolve_suite(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """`args` with the suite's spec, its parameters and the table it reads; an unknown
+    suite or parameter is a usage error. It imports Great Expectations (about 3 s), so
+    `main` runs it while Spark starts."""
+    from expectations import registry
+
     try:
-        spec = registry.get(args.suite)
-        args.params = spec.resolve({key: scalar(value) for key, value in args.param})
+        args.spec = registry.get(args.suite)
+        args.params = args.spec.resolve({key: scalar(value) for key, value in args.param})
     except ValueError as exc:  # unknown suite or parameter, or a value of the wrong kind
         parser.error(str(exc))
-    args.table = spec.table
-    args.checked = layout.table_name(args.source, spec.table)  # the table the suite reads
+    args.table = args.spec.table
+    args.checked = layout.table_name(args.source, args.spec.table)  # the table the suite reads
     args.warehouse = storage.absolute(args.warehouse)
     args.reports = storage.absolute(args.reports)
     return args
@@ -98,7 +109,10 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     trailing = metrics.trailing_rows(
         args.warehouse, args.source, args.table, args.date, metrics.VOLUME_DAYS
     )  # the checked table's rows on earlier days: the volume expectation's usual level
-    suite = registry.get(args.suite).build(RunFacts(args.date, manifest, trailing), args.params)
+    from expectations import runner  # here: `main` loads Great Expectations while Spark starts
+    from expectations.checks import RunFacts
+
+    suite = args.spec.build(RunFacts(args.date, manifest, trailing), args.params)
     frame = read_partition(spark, args, manifest)
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
@@ -140,15 +154,18 @@ def summary_line(report: dict) -> str:
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     setup_logging()
-    args = parse_args(argv)
-    report = run_job("validate", args, spark, run)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    report = run_job("validate", args, spark, run, prepare=lambda: resolve_suite(parser, args))
     if report is None:
         return EXIT_FAILED
+    from expectations.runner import describe  # loaded by now, with Great Expectations
+
     for failure in report["failures"]:
         if not failure["critical"]:
-            log.warning("%s", runner.describe(failure))
+            log.warning("%s", describe(failure))
     print(summary_line(report))
-    critical = [runner.describe(failure) for failure in report["failures"] if failure["critical"]]
+    critical = [describe(failure) for failure in report["failures"] if failure["critical"]]
     if critical:
         log.error(
             "critical expectation(s) failed for %s dt=%s:\n  %s\nfull result: %s",

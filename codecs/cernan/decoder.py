@@ -33,6 +33,7 @@ from wirecodecs.cernan.packet import (
     LENGTH,
     MAX_DECOMPRESSED_BYTES,
     PREFIX,
+    V1,
     read_kv,
     read_packet,
 )
@@ -190,8 +191,8 @@ def _plausible(window: StreamWindow, at: int, max_packet: int) -> bool:
     if window.fill(end) < end:
         return False
     payload = window.peek(end)[at + PREFIX :]
-    try:
-        avro_at = HEADER.size if payload[3] == 1 else read_kv(payload)[1]
+    try:  # a candidate's u32 version is 1 or 2: its last byte says which
+        avro_at = HEADER.size if payload[3] == V1 else read_kv(payload)[1]
     except PacketError:
         return False
     return payload[avro_at : avro_at + len(avro.MAGIC)] == avro.MAGIC

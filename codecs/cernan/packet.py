@@ -23,6 +23,8 @@ HEADER = struct.Struct(
     "Q"  # shard_by: cernan's order_by, the Kafka key
 )
 PREFIX = LENGTH.size
+V1, V2 = 1, 2  # header versions: v2 puts a KV section before the container
+CONTROL_SYNC = 1  # control bit 0: the client waits for an ACK; the other bits are reserved
 _U16 = struct.Struct(">H")
 CERNAN_MAX_PAYLOAD = 1 << 20  # cernan >= 0.9.0 closes the connection above this
 MAX_DECOMPRESSED_BYTES = 64 << 20  # per Avro block (option `max_decompressed_bytes`)
@@ -99,12 +101,12 @@ def _read_payload(packet: Packet, payload: memoryview, at: int, reader, max_byte
     packet.version, packet.control, packet.id, packet.shard_by = HEADER.unpack_from(payload)
     if packet.length > CERNAN_MAX_PAYLOAD:
         packet.warnings.append("exceeds_cernan_max_payload")
-    if packet.version not in (1, 2):
+    if packet.version not in (V1, V2):
         raise PacketError("header", "unsupported_version", str(packet.version))
-    if packet.control & ~1:
+    if packet.control & ~CONTROL_SYNC:
         packet.warnings.append("reserved_control_bits")
     start = HEADER.size
-    if packet.version == 2:
+    if packet.version == V2:
         packet.kv, end = read_kv(payload)
         packet.kv_section_length = end - start
         _kv_warnings(packet.kv, packet.warnings)
@@ -168,7 +170,7 @@ def _char_counted_kv(payload: memoryview) -> bool:
     UTF-8 text (pycernan <= 0.0.16 sends `len(str)`) and the container magic follows:
     the packet came from that client's unicode bug."""
     data = bytes(payload)
-    if len(data) <= HEADER.size or data[:4] != b"\x00\x00\x00\x02":
+    if len(data) <= HEADER.size or int.from_bytes(data[:4], "big") != V2:
         return False
     pos = HEADER.size + 1
     wide = False

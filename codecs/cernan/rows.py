@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 import pyarrow as pa
 
 from wirecodecs.cernan.arrow_types import arrow_type, load_datum_schema
-from wirecodecs.cernan.packet import Packet, text_or_none
+from wirecodecs.cernan.packet import CONTROL_SYNC, Packet, text_or_none
 from wirecodecs.cernan.render import datums_json
 from wirecodecs.cernan.schema import PACKETS, PACKETS_SCHEMA, records_schema
 from wirecodecs.registry import TableRows
@@ -139,7 +139,7 @@ class PacketRows:
             row.update(
                 version=packet.version,
                 control=packet.control,
-                sync=bool(packet.control & 1),
+                sync=bool(packet.control & CONTROL_SYNC),
                 id=packet.id,
                 id_hex=_hex64(packet.id),
                 shard_by=packet.shard_by,

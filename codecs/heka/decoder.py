@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
@@ -306,6 +306,33 @@ def _apportion(total: int, parts: list[int]) -> list[int]:
 # ---- one record ------------------------------------------------------------------------
 
 
+class RowValues(NamedTuple):
+    """One record's columns that `_row` fills; the walk knows the rest. Strings come as
+    bytes: those with a `*_raw` twin (`_TWINNED`) fill both columns, hmac_signer only its
+    text. A 16-byte uuid comes as its canonical text, any other as sent."""
+
+    hmac_valid: bool | None
+    event_time: int | None
+    hmac_status: str | None
+    uuid: bytes | None
+    uuid_valid: bool
+    timestamp: int
+    type: bytes | None
+    logger: bytes | None
+    severity: int
+    severity_present: bool
+    payload: bytes | None
+    env_version: bytes | None
+    pid: int | None
+    hostname: bytes | None
+    unknown_fields: bytes | None
+    hmac_hash_function: str | None
+    hmac_signer: bytes | None
+    hmac_key_version: int | None
+    hmac: bytes | None
+    body_encoding: str
+
+
 def _hmac_status(header: Header, body: bytes, keys: Mapping[str, bytes]) -> str | None:
     """Heka's `authenticateMessage` as a verdict: None when unsigned (no `hmac`), else
     valid, invalid_digest, unknown_signer (no key for "<signer>_<version>") or
@@ -381,9 +408,9 @@ def _row(
     keys: Mapping[str, bytes],
     max_len: int,
     fields_seen: dict[bytes, Field],
-) -> tuple[tuple, tuple[Field, ...]]:
-    """One record's values in `_VALUES` order (strings still bytes: `_Rows.flush` turns
-    whole columns into text), and its Fields (raises DecodeError for a bad body)."""
+) -> tuple[RowValues, tuple[Field, ...]]:
+    """One record's values (strings still bytes: `_Rows.flush` turns whole columns into
+    text), and its Fields (raises DecodeError for a bad body)."""
     body = bytes(frame[len(frame) - header.message_length :])
     status = _hmac_status(header, body, keys)
     message, encoding, uuid_valid = _body_message(body, max_len, fields_seen)
@@ -394,7 +421,7 @@ def _row(
     timestamp = message.timestamp
     severity = message.severity
     code = header.hmac_hash_function
-    values = (
+    values = RowValues(
         None if status is None else status == "valid",
         timestamp // _NS_PER_US if _EVENT_NS_MIN <= timestamp <= _EVENT_NS_MAX else None,
         status,
@@ -419,31 +446,6 @@ def _row(
     return values, message.fields
 
 
-# `_row`'s values, by column; the walk knows the rest. Strings come as bytes: those with a
-# `*_raw` twin fill both columns, hmac_signer only its text. A 16-byte uuid comes as its
-# canonical text, any other as sent.
-_VALUES = (
-    "hmac_valid",
-    "event_time",
-    "hmac_status",
-    "uuid",
-    "uuid_valid",
-    "timestamp",
-    "type",
-    "logger",
-    "severity",
-    "severity_present",
-    "payload",
-    "env_version",
-    "pid",
-    "hostname",
-    "unknown_fields",
-    "hmac_hash_function",
-    "hmac_signer",
-    "hmac_key_version",
-    "hmac",
-    "body_encoding",
-)
 _TWINNED = frozenset(("uuid", "type", "logger", "payload", "env_version", "hostname"))
 
 
@@ -471,12 +473,12 @@ class _Rows:
     def _reset(self) -> None:
         self.offsets: list[int] = []
         self.lengths: list[int] = []
-        self.rows: list[tuple] = []
+        self.rows: list[RowValues] = []
         self.fields: list[Field] = []
         self.field_ends: list[int] = [0]
         self.data_bytes = 0
 
-    def add(self, offset: int, length: int, row: tuple[tuple, tuple[Field, ...]]) -> None:
+    def add(self, offset: int, length: int, row: tuple[RowValues, tuple[Field, ...]]) -> None:
         values, fields = row
         self.offsets.append(offset)
         self.lengths.append(length)
@@ -499,7 +501,7 @@ class _Rows:
             "frame_length": pa.array(self.lengths, pa.int32()),
             "fields": _fields_column(self.fields, self.field_ends),
         }
-        for name, values in zip(_VALUES, zip(*self.rows, strict=True), strict=True):
+        for name, values in zip(RowValues._fields, zip(*self.rows, strict=True), strict=True):
             if name in _TWINNED:
                 arrays[name], arrays[f"{name}_raw"] = _texts(values)
             elif name == "hmac_signer":

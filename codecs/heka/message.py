@@ -29,7 +29,42 @@ VALUE_TYPES = ("STRING", "BYTES", "INTEGER", "DOUBLE", "BOOL")  # Field.ValueTyp
 HASH_FUNCTIONS = ("MD5", "SHA1")  # Header.HmacHashFunction by code
 DEFAULT_SEVERITY = 7  # message.proto: optional int32 severity = 5 [default = 7]
 
-_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5  # protobuf wire types
+
+
+def _key(number: int, wire_type: int) -> int:
+    """A field's protobuf key: its number, then its wire type in the low 3 bits."""
+    return number << 3 | wire_type
+
+
+# The keys of message.proto's fields (docs/heka.md, "Header, Message and Field"): a key
+# these tables lack is an unknown field. Repeated numerics may also come packed (_LEN).
+_HEADER_MESSAGE_LENGTH = _key(1, _VARINT)
+_HEADER_HMAC_HASH_FUNCTION = _key(3, _VARINT)
+_HEADER_HMAC_SIGNER = _key(4, _LEN)
+_HEADER_HMAC_KEY_VERSION = _key(5, _VARINT)
+_HEADER_HMAC = _key(6, _LEN)
+_MESSAGE_UUID = _key(1, _LEN)
+_MESSAGE_TIMESTAMP = _key(2, _VARINT)
+_MESSAGE_TYPE = _key(3, _LEN)
+_MESSAGE_LOGGER = _key(4, _LEN)
+_MESSAGE_SEVERITY = _key(5, _VARINT)
+_MESSAGE_PAYLOAD = _key(6, _LEN)
+_MESSAGE_ENV_VERSION = _key(7, _LEN)
+_MESSAGE_PID = _key(8, _VARINT)
+_MESSAGE_HOSTNAME = _key(9, _LEN)
+_MESSAGE_FIELDS = _key(10, _LEN)
+_FIELD_NAME = _key(1, _LEN)
+_FIELD_VALUE_TYPE = _key(2, _VARINT)
+_FIELD_REPRESENTATION = _key(3, _LEN)
+_FIELD_VALUE_STRING = _key(4, _LEN)
+_FIELD_VALUE_BYTES = _key(5, _LEN)
+_FIELD_VALUE_INTEGER = _key(6, _VARINT)
+_FIELD_VALUE_INTEGER_PACKED = _key(6, _LEN)
+_FIELD_VALUE_DOUBLE = _key(7, _FIXED64)
+_FIELD_VALUE_DOUBLE_PACKED = _key(7, _LEN)
+_FIELD_VALUE_BOOL = _key(8, _VARINT)
+_FIELD_VALUE_BOOL_PACKED = _key(8, _LEN)
 _MASK32 = 0xFFFF_FFFF
 _SIGN64 = 1 << 63
 _DOUBLE = struct.Struct("<d")
@@ -139,15 +174,15 @@ def parse_header(buf: bytes) -> Header:
             key, value, pos = _token(buf, pos)
             if pos > end:
                 raise _past_end(start, end)
-            if key == 0x08:
+            if key == _HEADER_MESSAGE_LENGTH:
                 length = value & _MASK32
-            elif key == 0x18:
+            elif key == _HEADER_HMAC_HASH_FUNCTION:
                 hash_fn = _int32(value)
-            elif key == 0x22:
+            elif key == _HEADER_HMAC_SIGNER:
                 signer = buf[value:pos]
-            elif key == 0x28:
+            elif key == _HEADER_HMAC_KEY_VERSION:
                 version = value & _MASK32
-            elif key == 0x32:
+            elif key == _HEADER_HMAC:
                 digest = buf[value:pos]
     except IndexError:
         raise _past_end(start, end) from None
@@ -257,38 +292,38 @@ def parse_field(buf: bytes, pos: int, end: int) -> Field:
                 key, value, pos = _token(buf, pos)
             if pos > end:
                 raise _past_end(start, end)
-            if key == 0x0A:
+            if key == _FIELD_NAME:
                 name = buf[value:pos]
-            elif key == 0x10:
+            elif key == _FIELD_VALUE_TYPE:
                 value_type = value if value < 0x8000_0000 else _int32(value)
-            elif key == 0x22:
+            elif key == _FIELD_VALUE_STRING:
                 strings += (buf[value:pos],)
-            elif key == 0x3A:
+            elif key == _FIELD_VALUE_DOUBLE_PACKED:
                 if (pos - value) % 8:
                     problem = problem or _bad(
                         "invalid_protobuf", f"packed doubles of {pos - value} bytes"
                     )
                 else:
                     doubles += struct.unpack_from(f"<{(pos - value) // 8}d", buf, value)
-            elif key in (0x32, 0x42):
+            elif key in (_FIELD_VALUE_INTEGER_PACKED, _FIELD_VALUE_BOOL_PACKED):
                 try:
                     values = _packed_varints(buf, value, pos)
                 except DecodeError as err:
                     problem = problem or err
                 else:
-                    if key == 0x32:
+                    if key == _FIELD_VALUE_INTEGER_PACKED:
                         integers += _int64s(values)
                     else:
                         bools += tuple(v != 0 for v in values)
-            elif key == 0x1A:
+            elif key == _FIELD_REPRESENTATION:
                 representation = buf[value:pos]
-            elif key == 0x2A:
+            elif key == _FIELD_VALUE_BYTES:
                 blobs += (buf[value:pos],)
-            elif key == 0x30:
+            elif key == _FIELD_VALUE_INTEGER:
                 integers += (_int64(value),)
-            elif key == 0x39:
+            elif key == _FIELD_VALUE_DOUBLE:
                 doubles += _DOUBLE.unpack_from(buf, value)
-            elif key == 0x40:
+            elif key == _FIELD_VALUE_BOOL:
                 bools += (value != 0,)
             else:
                 unknown += buf[start:pos]
@@ -354,29 +389,29 @@ def parse_message(buf: bytes, fields_seen: dict[bytes, Field] | None = None) -> 
                 key, value, pos = _token(buf, pos)
             if pos > end:
                 raise _past_end(start, end)
-            if key == 0x52:
+            if key == _MESSAGE_FIELDS:
                 data = buf[value:pos] if pos - value <= _SEEN_FIELD_BYTES else None
                 field = seen.get(data)
                 if field is None:
                     unseen.append((len(fields), data, value, pos))
                 fields.append(field)
-            elif key == 0x0A:
+            elif key == _MESSAGE_UUID:
                 uuid = buf[value:pos]
-            elif key == 0x10:
+            elif key == _MESSAGE_TIMESTAMP:
                 timestamp = value if value < _SIGN64 else _int64(value)
-            elif key == 0x1A:
+            elif key == _MESSAGE_TYPE:
                 type_ = buf[value:pos]
-            elif key == 0x22:
+            elif key == _MESSAGE_LOGGER:
                 logger = buf[value:pos]
-            elif key == 0x28:
+            elif key == _MESSAGE_SEVERITY:
                 severity = value if value < 0x8000_0000 else _int32(value)
-            elif key == 0x32:
+            elif key == _MESSAGE_PAYLOAD:
                 payload = buf[value:pos]
-            elif key == 0x3A:
+            elif key == _MESSAGE_ENV_VERSION:
                 env_version = buf[value:pos]
-            elif key == 0x40:
+            elif key == _MESSAGE_PID:
                 pid = value if value < 0x8000_0000 else _int32(value)
-            elif key == 0x4A:
+            elif key == _MESSAGE_HOSTNAME:
                 hostname = buf[value:pos]
             else:
                 unknown += buf[start:pos]

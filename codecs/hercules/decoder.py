@@ -28,14 +28,14 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections.abc import Iterator, Mapping
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
-from wirecodecs.hercules.event import FORMAT, WIDTH, Event, EventReader
+from wirecodecs.hercules.event import FORMAT, VERSION, VERSION_BYTE, WIDTH, Event, EventReader
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
 from wirecodecs.inflate import drain, lz4_block, read_up_to
 from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
@@ -98,7 +98,7 @@ def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
         )
     micros = event_micros(event.timestamp)
     when = None if micros is None else EPOCH + dt.timedelta(microseconds=micros)
-    row = dict(zip(_HEAD_COLUMNS, _head(event, when), strict=True))
+    row = _head(event, when)._asdict()
     row["tags"] = [
         dict(zip(TAG_FIELDS, entries[at : at + WIDTH], strict=True))
         for at in range(0, len(entries), WIDTH)
@@ -113,13 +113,23 @@ def event_micros(ticks: int) -> int | None:
     return None
 
 
-_HEAD_COLUMNS = ("event_time", "version", "timestamp", "uuid", "size", "tag_count", "tags_json")
+class EventHead(NamedTuple):
+    """An event's columns besides lineage and tags."""
+
+    event_time: object  # epoch microseconds in a batch, a datetime in `decode_value`
+    version: int
+    timestamp: int
+    uuid: str
+    size: int
+    tag_count: int
+    tags_json: str
 
 
-def _head(event: Event, event_time) -> tuple:
-    """An event's values for `_HEAD_COLUMNS`."""
-    return (event_time, event.version, event.timestamp, event.uuid, event.size,
-            event.tag_count, event.json)  # fmt: skip
+def _head(event: Event, event_time) -> EventHead:
+    return EventHead(
+        event_time, event.version, event.timestamp, event.uuid, event.size, event.tag_count,
+        event.json,
+    )  # fmt: skip
 
 
 def _options(given: Mapping[str, object]) -> dict:
@@ -142,7 +152,7 @@ def _options(given: Mapping[str, object]) -> dict:
 
 class _Rows:
     """Events read since the last flush, turned into Arrow columns in one go. Everything
-    is kept in flat lists (an event's `_HEAD_COLUMNS` values, its tag entries `WIDTH`
+    is kept in flat lists (an event's `EventHead` values, its tag entries `WIDTH`
     items each) and a column is a strided slice. Not a tuple per tag: transposing those
     (`zip(*entries)`) made an iterator object per tag, and the full garbage collections
     they set off took 40% of the decode."""
@@ -154,7 +164,7 @@ class _Rows:
 
     def _reset(self) -> None:
         self.offsets: list[int] = []
-        self.heads: list = []  # `_HEAD_COLUMNS` values of every event, back to back
+        self.heads: list = []  # `EventHead` values of every event, back to back
         self.entries: list = []  # every event's tag entries, back to back
         self.ends: list[int] = [0]  # list offsets into `entries`
 
@@ -177,10 +187,10 @@ class _Rows:
             fields=list(TAG_TYPE),
         )
         tags_type = HERCULES_SCHEMA.field("tags").type
-        width = len(_HEAD_COLUMNS)
+        width = len(EventHead._fields)
         arrays = {
             name: pa.array(heads[i::width], HERCULES_SCHEMA.field(name).type)
-            for i, name in enumerate(_HEAD_COLUMNS)
+            for i, name in enumerate(EventHead._fields)
         }
         arrays["source_file"] = pa.repeat(pa.scalar(self.source, pa.string()), len(offsets))
         arrays["byte_offset"] = pa.array(offsets, pa.int64())
@@ -298,7 +308,7 @@ class _Walk:
                     continue
                 yield from self.rows.flush()
                 version = window.peek(1)[0]
-                if err.kind == "truncated" and version == 1:
+                if err.kind == "truncated" and version == VERSION:
                     skip = self._resync()  # events after it: a damaged length, not a cut
                     if skip is None:
                         truncated_tail(self.window, self.acc)
@@ -312,7 +322,7 @@ class _Walk:
                                       f"{err.detail}", offset=err.offset)  # fmt: skip
                 yield self._quarantine_damage(err)
                 return False
-            if end < self.reader.end and self.copy[end] != 1:
+            if end < self.reader.end and self.copy[end] != VERSION:
                 swallowed = self._misframed(end, event.size)
                 if swallowed is not None:
                     del entries[mark:]
@@ -394,7 +404,7 @@ class _Walk:
         data = bytes(self.window.peek(available))
         probe = EventReader(data, available, self.opts["max_depth"], [])
         stop = max_event + 1 if within is None else min(within, max_event + 1)
-        pos = data.find(b"\x01", 1, stop)
+        pos = data.find(VERSION_BYTE, 1, stop)
         while pos != -1:
             budget = _RESYNC_WORK_FLOOR + _RESYNC_WORK_PER_BYTE * self.window.bytes_read
             if self.resync_work >= budget:
@@ -404,7 +414,7 @@ class _Walk:
             if found:
                 return pos
             probe.entries.clear()
-            pos = data.find(b"\x01", pos + 1, stop)
+            pos = data.find(VERSION_BYTE, pos + 1, stop)
         return None
 
 
@@ -441,7 +451,7 @@ def _chain_reads(
         event, end = probe.event(pos, pos + max_event)
     except DecodeError:
         return False
-    if event.version != 1:
+    if event.version != VERSION:
         return False
     plausible = near is not None and abs(event.timestamp - near) <= _RESYNC_TICKS
     if end == probe.end:
@@ -449,8 +459,8 @@ def _chain_reads(
     try:
         event, _ = probe.event(end, end + max_event)
     except DecodeError as err:
-        return err.kind == "truncated" and at_eof and probe.buf[end] == 1 and plausible
-    return event.version == 1
+        return err.kind == "truncated" and at_eof and probe.buf[end] == VERSION and plausible
+    return event.version == VERSION
 
 
 def _decode_lz4(

@@ -79,6 +79,8 @@ _KEY_CACHE = 1 << 14  # distinct tag keys a reader remembers
 PATHS_PER_BYTE = 64  # path characters an event may make per byte it may take (docstring)
 WIDTH = len(TAG_FIELDS)  # items per tag entry in the flat entries list
 
+VERSION = 1  # the event version the gate writes: resync looks for an event starting so
+VERSION_BYTE = bytes([VERSION])
 HEADER = struct.Struct(
     ">B"  # version
     "q"  # timestamp: 100-ns ticks since 1970-01-01T00:00:00Z

@@ -41,8 +41,6 @@ OPTIONS: dict[str, object] = {
 }
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
 
-MESSAGE_COLUMNS = ("version", "create_time_ms", "msg_count", "msg_type", "group_id_num",
-                   "stream_id_num", "ext_field", "data_time", "unique_id")  # fmt: skip
 VALUE_COLUMNS = tuple(INLONG_SCHEMA.names[2:])  # all but the lineage pair
 _ROW_COLUMNS = INLONG_SCHEMA.names[1:]  # byte_offset, then VALUE_COLUMNS
 
@@ -61,21 +59,6 @@ def _options(given: Mapping[str, object]) -> dict[str, object]:
     if opts["max_message_bytes"] >= 1 << 31:
         raise ValueError("inlong option max_message_bytes must be below 2 GiB")
     return opts
-
-
-def message_values(message: msg.Message) -> tuple:
-    """The message's values in `MESSAGE_COLUMNS` order (the same on each of its rows)."""
-    return (
-        message.version,
-        message.create_time_ms,
-        message.msg_count,
-        message.msg_type,
-        message.group_id_num,
-        message.stream_id_num,
-        message.ext_field,
-        message.data_time,
-        message.unique_id,
-    )
 
 
 def item_columns(items: msg.Items) -> dict[str, list]:
@@ -132,7 +115,7 @@ def decode_value(value: bytes, given: Mapping[str, object]) -> list[dict]:
     DecodeError, with offsets inside the value."""
     limit = given.get("max_decompressed_bytes", OPTIONS["max_decompressed_bytes"])
     message = msg.parse(value, limit)
-    head = dict(zip(MESSAGE_COLUMNS, message_values(message), strict=True))
+    head = message.header._asdict()
     rows = []
     for items in message.items():
         columns = item_columns(items)
@@ -237,9 +220,8 @@ def _frame(
         yield Quarantined.from_frame(source, start, frame, err.kind, f"{err.detail}{where}")
         return
     accounting.count_good(total, records=message.item_count)
-    values = message_values(message)
     for items in message.items():
-        yield from rows.add(start, values, items)
+        yield from rows.add(start, message.header, items)
 
 
 class _RowBuffer:
@@ -255,15 +237,17 @@ class _RowBuffer:
         self.rows = 0
         self.data_bytes = 0
 
-    def add(self, byte_offset: int, values: tuple, items: msg.Items) -> Iterator[pa.RecordBatch]:
-        """Buffer a chunk of a message's items (`values`: its `MESSAGE_COLUMNS`), after
+    def add(
+        self, byte_offset: int, header: msg.Header, items: msg.Items
+    ) -> Iterator[pa.RecordBatch]:
+        """Buffer a chunk of a message's items (`header`: the message's), after
         flushing the rows buffered so far if the chunk would take them past a batch."""
         count = len(items.bodies)
         if self.rows + count > self.batch_rows or self.data_bytes + items.data_bytes > FLUSH_BYTES:
             yield from self.flush()
         columns = self.columns
         columns["byte_offset"].extend([byte_offset] * count)
-        for name, value in zip(MESSAGE_COLUMNS, values, strict=True):
+        for name, value in zip(msg.Header._fields, header, strict=True):
             columns[name].extend([value] * count)
         for name, column in item_columns(items).items():
             columns[name].extend(column)

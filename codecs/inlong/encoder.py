@@ -15,15 +15,23 @@ from collections.abc import Iterable, Sequence
 import cramjam
 
 from wirecodecs.inlong.decoder import PREFIX
-from wirecodecs.inlong.message import INNER_MAGIC, V4_HEADER, ZIP_SNAPPY
+from wirecodecs.inlong.message import (
+    EXT_PRIVATE_ATTRS,
+    INNER_MAGIC,
+    MAGIC_LEAD,
+    V4_HEADER,
+    ZIP_SHIFT,
+    ZIP_SNAPPY,
+)
 
+_TYPE_BITS = (1 << ZIP_SHIFT) - 1  # MsgType below its compression bits
 _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
 _HEADERS = {0: struct.Struct(">i"), 1: struct.Struct(">qi"), 2: struct.Struct(">qii")}
 
 
 def magic(version: int) -> bytes:
-    return bytes((0x0F, version))
+    return bytes((MAGIC_LEAD, version))
 
 
 def mutf8(text: str) -> bytes:
@@ -120,13 +128,13 @@ def encode_v4(
     if private is not None:
         if len(private) != len(items):
             raise ValueError("one private attribute string per item")
-        ext_field |= 0x01
+        ext_field |= EXT_PRIVATE_ATTRS
         body = pair_list(zip(items, private, strict=True))
     else:
         body = item_list(items)
     if compress:
         body = bytes(cramjam.snappy.compress_raw(body))
-        msg_type = (msg_type & 0x1F) | (ZIP_SNAPPY << 5)
+        msg_type = (msg_type & _TYPE_BITS) | (ZIP_SNAPPY << ZIP_SHIFT)
     raw_attr = attr.encode()
     header = V4_HEADER.pack(
         25 + len(body) + len(raw_attr),

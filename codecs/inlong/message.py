@@ -43,6 +43,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from wirecodecs.binary import INT32, Cursor
 from wirecodecs.compression import decompress
@@ -50,6 +51,7 @@ from wirecodecs.errors import DecodeError
 from wirecodecs.inlong.attributes import FORMAT, mutf8, split_lenient, split_strict, utf8
 from wirecodecs.rows import FLUSH_BYTES
 
+MAGIC_LEAD = 0x0F  # a message starts and ends with the magic 0F 0v (v: its version)
 MAGIC_BYTES = 2
 MIN_MESSAGE = 2 * MAGIC_BYTES
 VERSIONS = (0, 1, 2, 3, 4)
@@ -87,7 +89,8 @@ V4_TRAILER = _UINT16.size + 2  # AttrLen before the attr, InnerMagic after it
 EXT_PRIVATE_ATTRS = 0x01
 EXT_STRING_IDS = 0x04
 EXT_LF_JOINED = 0x20
-ZIP_SNAPPY = 1  # (MsgType & 0xE0) >> 5; any other value: the body is used as stored
+ZIP_SHIFT = 5  # MsgType bits 5-7 say how the body is compressed:
+ZIP_SNAPPY = 1  # snappy; any other value: the body is used as stored
 
 # How a block's (V4: the body's) data is laid out once decompressed
 ITEM_LIST = "items"  # (ItemLen, ItemData)*: V0-V2, V4 form A
@@ -213,17 +216,23 @@ class _Block:
                      [{**mine, **common} for mine in own], privates, own, size)  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Header(NamedTuple):
+    """A message's header fields: the same columns on each of its rows."""
+
     version: int
     create_time_ms: int | None  # V1-V3 CreateTime; V4 DataTime * 1000; None for V0
     msg_count: int | None  # V2/V3 MsgCnt (int32), V4 MsgCnt (uint16); None for V0/V1
-    msg_type: int | None  # V4 only, like the fields below
-    group_id_num: int | None
-    stream_id_num: int | None
-    ext_field: int | None
-    data_time: int | None  # epoch seconds
-    unique_id: int | None
+    msg_type: int | None = None  # V4 only, like the fields below
+    group_id_num: int | None = None
+    stream_id_num: int | None = None
+    ext_field: int | None = None
+    data_time: int | None = None  # epoch seconds
+    unique_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    header: Header
     item_count: int
     buf: memoryview  # the whole message
     kept: tuple[Items, ...] | None  # its items, when they make at most one chunk
@@ -250,7 +259,7 @@ def parse(buf, max_decompressed: int, rows: int = CHUNK_ROWS) -> Message:
         raise
     except (IndexError, ValueError, struct.error) as err:  # a check missed: still typed
         raise DecodeError(FORMAT, "invalid_message", str(err)) from None
-    return Message(*header, count, buf, kept, rows, max_decompressed)
+    return Message(header, count, buf, kept, rows, max_decompressed)
 
 
 def version_of(buf) -> int:
@@ -260,7 +269,7 @@ def version_of(buf) -> int:
         raise DecodeError(
             FORMAT, "message_too_short", f"{size} bytes: a message has at least 4", offset=0
         )
-    if buf[0] != 0x0F or buf[1] not in VERSIONS:
+    if buf[0] != MAGIC_LEAD or buf[1] not in VERSIONS:
         raise DecodeError(
             FORMAT, "bad_magic", f"front magic {bytes(buf[:2]).hex()} is not 0f00..0f04", offset=0
         )
@@ -288,8 +297,8 @@ def declared_items(buf) -> int:
     return 0
 
 
-def _layout(buf: memoryview) -> tuple[tuple, Iterable[_Block]]:
-    """The header fields in `Message` order, and the blocks (V4: the body), read lazily
+def _layout(buf: memoryview) -> tuple[Header, Iterable[_Block]]:
+    """The header fields, and the blocks (V4: the body), read lazily
     so that errors come in wire order."""
     version = version_of(buf)
     cursor = Cursor(FORMAT, buf[: len(buf) - MAGIC_BYTES], MAGIC_BYTES)
@@ -303,8 +312,7 @@ def _layout(buf: memoryview) -> tuple[tuple, Iterable[_Block]]:
         )
     create_time = fields[0] if version else None
     msg_count = fields[1] if version >= 2 else None
-    header = (version, create_time, msg_count, None, None, None, None, None, None)
-    return header, _read_blocks(cursor, version, attr_count)
+    return Header(version, create_time, msg_count), _read_blocks(cursor, version, attr_count)
 
 
 def _checked(blocks, rows: int, max_decompressed: int) -> tuple[int, tuple[Items, ...] | None]:
@@ -469,9 +477,9 @@ def _sized(data, pos: int, end: int, what: str, where: str) -> tuple[bytes, int]
     return bytes(data[pos : pos + size]), pos + size
 
 
-def _parse_v4(cursor: Cursor) -> tuple[tuple, list[_Block]]:
+def _parse_v4(cursor: Cursor) -> tuple[Header, list[_Block]]:
     """V4 (section 7): the DataProxy binary message between the magics; its header
-    fields in `Message` order, and its body as the one block."""
+    fields, and its body as the one block."""
     (
         _total_len,
         msg_type,
@@ -501,7 +509,7 @@ def _parse_v4(cursor: Cursor) -> tuple[tuple, list[_Block]]:
         common["streamId"] = str(stream_num)
     common["cnt"] = str(msg_count)
     layout = PAIR_LIST if ext & EXT_PRIVATE_ATTRS else ITEM_LIST
-    compressed = (msg_type & 0xE0) >> 5 == ZIP_SNAPPY
-    header = (4, data_time * 1000, msg_count, msg_type, group_num, stream_num, ext, data_time,
-              unique_id)  # fmt: skip
+    compressed = msg_type >> ZIP_SHIFT == ZIP_SNAPPY  # a u8: nothing above bit 7
+    header = Header(4, data_time * 1000, msg_count, msg_type, group_num, stream_num, ext,
+                    data_time, unique_id)  # fmt: skip
     return header, [_Block(None, None, attr, common, layout, body, body_at, compressed)]

@@ -4,8 +4,10 @@ A dump is untrusted: every length is checked against the bytes that remain befor
 used, and a short or over-long field becomes a `DecodeError` that names the format and the
 position, never an `IndexError` or a silently short slice.
 
-Hot loops (the Kafka v2 record walk) inline the short forms of a varint and call these
-readers only for longer encodings; everything else uses `Cursor`.
+The Kafka v2 record walk reads its many small varint fields with `read_varint` and
+`read_varlong` straight off the section's bytes (its compiled fast path has a numba copy
+of the same reader); readers of fixed headers and length-prefixed fields use `Cursor`,
+which also turns error positions into file offsets.
 """
 
 from __future__ import annotations

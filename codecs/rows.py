@@ -1,7 +1,9 @@
 """The row model every format shares: lineage columns first, then the format's own.
 
-DESIGN.md: `source_file`, `byte_offset` (of the frame in the file), the checksum verdict
-where the format has one, `event_time` (UTC), then typed format columns.
+Every row leads back to its bytes and its time the same way, whatever the format:
+`source_file`, `byte_offset` (of the frame in the file), the checksum verdict where the
+format has one, `event_time` (UTC), then the format's typed columns. Each format's page
+(docs/<format>.md) lists its own columns.
 """
 
 from __future__ import annotations

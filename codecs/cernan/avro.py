@@ -1,4 +1,4 @@
-"""The Avro object container file inside a cernan packet (cernan.md §5, §10 step 4).
+"""The Avro object container file inside a cernan packet (docs/cernan.md, "Avro container").
 
 cernan itself checks only the container header; here the whole container is walked: the
 header map, then every block framed by hand (count, size, sync marker, decompression,

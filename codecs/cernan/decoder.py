@@ -1,4 +1,5 @@
-"""Decoder for cernan Avro source dumps: v1/v2 packets back to back (cernan.md §1-§5, §10).
+"""Decoder for cernan Avro source dumps: v1/v2 packets back to back (docs/cernan.md,
+"Byte layout" and "Landings and the walk").
 
 The walk reads a u32 length (payload bytes, NOT counting its own 4: the wiki is wrong),
 takes the whole frame and reads the 24-byte header, the v2 key/value section
@@ -11,7 +12,7 @@ Policy, as the golden sidecars encode it:
   packets row with `complete` false) and ends the walk; a length above `max_packet_bytes`
   is never buffered: the frame is skipped by its length (quarantined) or, if the file ends
   first, is the truncated tail;
-* option `resync`: after such a framing error, scan forward for a plausible packet (§10.7:
+* option `resync`: after such a framing error, scan forward for a plausible packet ("Resync":
   version 1|2, control 0|1, a length that fits, `Obj\\x01` where the layout puts it); the
   bytes passed over are `bytes_skipped`, and the packet found has `resynced` true (its
   frames and records count as good ones, like any other).

@@ -3,7 +3,7 @@
 For round-trip tests, mutation tests, sample days and the benchmark. Containers come from
 fastavro's own writer (one block per `records_per_block` datums); frames are built as
 pycernan 0.0.16 builds them, optionally with its unicode bug (`char_counted_kv`: KV
-lengths counted in characters, cernan.md §9).
+lengths counted in characters: docs/cernan.md, "Landings and the walk").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One cernan packet: its length prefix, 24-byte header, v2 KV section and Avro container
-(docs/cernan.md §1-§5), read from a complete frame without raising for bad bytes.
+(docs/cernan.md, "Byte layout"), read from a complete frame without raising for bad bytes.
 
 The container itself is walked by `avro.py`; what becomes of a packet (rows, a packets
 row, a quarantined frame) is the walk's and `rows.py`'s business.

@@ -4,7 +4,7 @@ records: one row per Avro datum of an ok packet. The datum is `record_json` (JSO
 keeps every value; schemas vary packet to packet) unless the option `datum_schema_file`
 names the expected schema (.avsc): then it is `record`, a typed column mapped from Avro by
 `arrow_type`, and `schema_for(options)` gives the table's schema.
-packets: one row per frame, errors and empty containers included (cernan.md §11 table A).
+packets: one row per frame, errors and empty containers included (docs/cernan.md, "Tables").
 Unsigned 64-bit ids are decimal(20,0): Spark has no unsigned long and refuses Arrow uint64.
 """
 

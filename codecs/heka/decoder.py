@@ -1,6 +1,6 @@
 """Decoder for Heka framed protobuf streams: 0x1E, header length, header, 0x1F, body.
 
-The walk (the Heka byte-level spec §1) looks for a record separator, checks that the
+The walk (docs/heka.md, "Record framing") looks for a record separator, checks that the
 header length lands on the unit separator, that the header parses, and that its
 `message_length` is in 1..`max_message_size`; anything else is not a frame, and the search
 goes on one byte after that 0x1E (Heka's splitter), the bytes passed over counted as
@@ -462,8 +462,9 @@ _VALUE_TYPE_NAMES = _ValueTypeNames({None: "STRING", **dict(enumerate(VALUE_TYPE
 class _Rows:
     """Records decoded since the last flush, turned into Arrow columns in one go.
 
-    Rows are kept as tuples of plain values and the fields of all rows in one flat list:
-    no per-row container the garbage collector would keep scanning until the flush."""
+    A row is kept as its `RowValues` and the Fields of all rows in one flat list: no
+    per-row list, and Fields are plain tuples of atoms, which the garbage collector stops
+    tracking, so its full collections do not scan them until the flush."""
 
     def __init__(self, source: str, batch_rows: int) -> None:
         self.source = source

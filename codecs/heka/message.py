@@ -1,4 +1,4 @@
-"""Hand-written protobuf wire reader for Heka's Header and Message (message/message.proto).
+"""Hand-written protobuf wire reader for Heka's Header and Message (its message.proto).
 
 Why not the protobuf runtime (upb, with classes built from message.proto): it parses in
 C far faster than Python can, but a decoder must then read every value back out of the
@@ -13,7 +13,7 @@ Semantics follow proto2 parsing as the runtime does it: the last value of a scal
 wins, repeated fields append, packed and unpacked encodings of repeated numerics are both
 accepted (and may mix), a known field number with the wrong wire type is an unknown field,
 and required fields are not enforced here (the decoder applies its own policy).
-Layouts: the Heka byte-level spec §2 (Header) and §3 (Message, Field).
+Layouts: docs/heka.md, "Header" and "Message and Field".
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _key(number: int, wire_type: int) -> int:
     return number << 3 | wire_type
 
 
-# The keys of message.proto's fields (docs/heka.md, "Header, Message and Field"): a key
+# The keys of message.proto's fields (docs/heka.md, "Header", "Message and Field"): a key
 # these tables lack is an unknown field. Repeated numerics may also come packed (_LEN).
 _HEADER_MESSAGE_LENGTH = _key(1, _VARINT)
 _HEADER_HMAC_HASH_FUNCTION = _key(3, _VARINT)

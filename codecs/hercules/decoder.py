@@ -1,10 +1,11 @@
 """Decoder for landed Hercules data: gate batches, event streams, stream-read responses.
 
-Framings (option `framing`, spec §7): `batch` (the gate's /stream/send body: int32 count,
-then the events), `events` (events back to back with no count, e.g. one Kafka record
-value), `stream_read` (the stream API response: shard read state, then a batch). A body
-that was sent with `Content-Encoding: lz4` lands as an LZ4 block (no frame, no size
-prefix): option `compression` (`auto`: a source name ending in `.lz4`).
+Framings (option `framing`, docs/hercules.md, "Batches and stream reads"): `batch` (the
+gate's /stream/send body: int32 count, then the events), `events` (events back to back
+with no count, e.g. one Kafka record value), `stream_read` (the stream API response: shard
+read state, then a batch). A body that was sent with `Content-Encoding: lz4` lands as an
+LZ4 block (no frame, no size prefix): option `compression` (`auto`: a source name ending
+in `.lz4`).
 
 Events have no length prefix and no checksum, so an event is found by reading it whole
 (`event.EventReader`). Damage policy:

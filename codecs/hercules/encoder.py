@@ -1,4 +1,5 @@
-"""Hercules event writer: events, gate batches and LZ4 gate bodies (spec §2-§7).
+"""Hercules event writer: events, gate batches and LZ4 gate bodies (docs/hercules.md,
+"Byte layout").
 
 Writes what Hercules' Java `EventWriter` / `EventWriterUtil` write, so that sample days,
 round-trip tests and the benchmark exercise what lands in production; unlike Java it

@@ -1,6 +1,6 @@
 """One Hercules event off a buffer: the code the file decoder and the Kafka payload share.
 
-Layout: the Hercules byte-level spec (§2 event, §3 container, §4 types, §5 vectors). The
+Layout: docs/hercules.md, "Byte layout" (event, container and tags, types, vectors). The
 reader walks an event completely (the format has no length prefix, so that is the only
 way to find where the next one starts) and appends one entry per tag, container and
 vector element to a flat list (`schema.TAG_TYPE` order), while building the plain JSON
@@ -342,7 +342,7 @@ class EventReader:
         return self._fail("unknown_type", f"unknown type code 0x{code:02X}", pos)
 
     def _vector(self, pos, depth, path, parent, key, key_raw, index):
-        """ElementType, int32 length, elements without type bytes (§5). Byte vectors keep
+        """ElementType, int32 length, elements without type bytes ("Vectors"). Byte vectors keep
         their raw bytes and Null vectors their length on the vector's own entry; every
         other element gets an entry of its own (`path[i]`)."""
         if depth >= self.max_depth:

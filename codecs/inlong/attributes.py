@@ -6,7 +6,7 @@
   `guava_trim`, and an entry without `=`, a value holding `=`, or a repeated key is an
   error (Java throws IllegalArgumentException).
 * `split_lenient` is Sort's `StringUtils.splitKv(attr, '&', '=')` (format-common), the way
-  InLong's consumers read V0-V3 attribute strings (spec section 12).
+  InLong's consumers read V0-V3 attribute strings (docs/inlong.md, "Row model").
 * `event_time_ms` picks the event time the way Sort's `parseHead` does: `t`, else `dt`.
 """
 

@@ -1,8 +1,8 @@
 """Decoder for landed InLongMsg messages: files of one message, or length-prefixed files.
 
 InLongMsg has no length of its own (V0-V3; V4's TotalLen is not trusted by Java either):
-a message is a whole MQ message value (spec section 2). Landed files therefore come in
-two framings, chosen by the `framing` option:
+a message is a whole MQ message value (docs/inlong.md, "Message frame"). Landed files
+therefore come in two framings, chosen by the `framing` option:
 
 * `message` — the file is one message (a dumped MQ message body);
 * `length_prefixed` — messages back to back, each preceded by a 4-byte big-endian

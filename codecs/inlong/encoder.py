@@ -1,10 +1,11 @@
-"""InLongMsg encoder (V0-V4), written from the spec to build test inputs and sample days.
+"""InLongMsg encoder (V0-V4), written from docs/inlong.md, "Byte layout", to build test
+inputs and sample days.
 
 V1-V3 follow Java's `InLongMsg` builder byte for byte when compression is off (one block
-per distinct attribute string, first-insertion order; spec section 3). Snappy output comes
+per distinct attribute string, first-insertion order; "V0-V3 blocks"). Snappy output comes
 from cramjam, so compressed bytes may differ from snappy-java's while decoding the same.
 V0, which Java cannot build, is V1 without CreateTime. V4 wraps the SDK's binary message
-(section 7); its flags, ids and the LF-joined form are the caller's to choose.
+("V4 message"); its flags, ids and the LF-joined form are the caller's to choose.
 """
 
 from __future__ import annotations

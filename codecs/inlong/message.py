@@ -1,6 +1,7 @@
 """One InLongMsg message (V0-V4): its header fields, and its data items in chunks.
 
-Byte layouts: the InLong byte-level spec (section numbers below refer to it). A message
+Byte layouts: docs/inlong.md, "Byte layout" (names in parentheses below are its parts,
+"Errors and divergences from Java's `InLongMsg`" what Java does with them). A message
 is a whole buffer: front magic 0F0V, a version-specific payload, the same magic last. The
 parse is strict where Java's `InLongMsg` is lazy or lenient; every place where Java
 throws, returns null, stops silently or pads with zeros is a `DecodeError` here:
@@ -28,7 +29,8 @@ Where Java parses normally this parser does too, including bytes between the las
 (the Java parser ignores all three), and a V3 RecordLen of 0 (what `addMsg` writes for an
 empty buffer: Java skips the record). Where the Java result is lossy this parser keeps
 everything: two blocks with the same attribute string both yield their items (Java keeps
-the last), and V4 numeric fields are read unsigned (Java reads them signed, section 10).
+the last), and V4 numeric fields are read unsigned (Java reads them signed: "Errors and
+divergences").
 
 Memory: a message can hold millions of items (a 787 KB snappy block inflates to 4 M empty
 ones). `parse` walks the whole message once to check it, keeping its items only when they
@@ -61,18 +63,18 @@ CHUNK_BYTES = FLUSH_BYTES  # a chunk also ends once its rows hold about this muc
 # dict entries and strings; measured 12-15 bytes), where other items share one map
 MAP_WEIGHT = 16
 
-# ---- V0-V3 headers (sections 4-6), after the front magic ------------------------------------
+# ---- V0-V3 headers ("V0-V3 headers"), after the front magic ---------------------------------
 _HEADERS = {
     0: struct.Struct(">i"),  # AttrDataCnt
     1: struct.Struct(">qi"),  # CreateTime ms, AttrDataCnt
     2: struct.Struct(">qii"),  # CreateTime ms, MsgCnt, AttrDataCnt
-    3: struct.Struct(">qii"),  # as V2; blocks hold record lists (section 6)
+    3: struct.Struct(">qii"),  # as V2; blocks hold record lists ("V3 records")
 }
 _UINT16 = struct.Struct(">H")  # AttrLen of a block (writeUTF's length)
 _ITEMS_HEAD = struct.Struct(">iB")  # ItemsLen (incl. the Compress byte), Compress
 _V2_ITEMS_HEAD = struct.Struct(">iiB")  # ItemCnt, ItemsLen, Compress
 
-# ---- V4 inner binary message (section 7), after the front magic ------------------------------
+# ---- V4 inner binary message ("V4 message"), after the front magic -----------------------------
 V4_HEADER = struct.Struct(
     ">i"  # TotalLen: 25 + BodyLen + AttrLen (ignored by the parser, as in Java)
     "B"  # MsgType: low 5 bits type (7), bits 5-7 flags (0x20 snappy, 0x40 encrypted)
@@ -85,10 +87,8 @@ V4_HEADER = struct.Struct(
     "i"  # BodyLen
 )
 INNER_MAGIC = 0xEE01
-V4_TRAILER = _UINT16.size + 2  # AttrLen before the attr, InnerMagic after it
 EXT_PRIVATE_ATTRS = 0x01
 EXT_STRING_IDS = 0x04
-EXT_LF_JOINED = 0x20
 ZIP_SHIFT = 5  # MsgType bits 5-7 say how the body is compressed:
 ZIP_SNAPPY = 1  # snappy; any other value: the body is used as stored
 
@@ -263,7 +263,7 @@ def parse(buf, max_decompressed: int, rows: int = CHUNK_ROWS) -> Message:
 
 
 def version_of(buf) -> int:
-    """The version both magics agree on (section 2), or DecodeError."""
+    """The version both magics agree on ("Message frame"), or DecodeError."""
     size = len(buf)
     if size < MIN_MESSAGE:
         raise DecodeError(
@@ -349,7 +349,7 @@ def _chunks(blocks: Iterable[_Block], rows: int, max_decompressed: int) -> Itera
 
 
 def _read_blocks(cursor: Cursor, version: int, attr_count: int) -> Iterator[_Block]:
-    """The attribute blocks (section 3): attr, [ItemCnt], ItemsLen, Compress, Data."""
+    """The attribute blocks ("V0-V3 blocks"): attr, [ItemCnt], ItemsLen, Compress, Data."""
     for index in range(attr_count):
         at = cursor.pos
         (attr_len,) = cursor.unpack(_UINT16, "AttrLen")
@@ -382,7 +382,7 @@ def _snappy_block(data, max_decompressed: int) -> bytes:
 
 
 def _item_chunks(data, rows: int, span: int, where: str) -> Iterator[list[bytes]]:
-    """`(ItemLen int32, ItemData)*` filling `data` exactly (section 3), as lists of item
+    """`(ItemLen int32, ItemData)*` filling `data` exactly ("V0-V3 blocks"), as lists of item
     bodies: at most `rows`, ending once they span `span` bytes."""
     out: list[bytes] = []
     done = pos = mark = 0
@@ -418,7 +418,7 @@ def _pair_chunks(
     data, rows: int, span: int, where: str, records: bool
 ) -> Iterator[tuple[list[bytes], list[str]]]:
     """`(ItemLen, ItemData, IAttrLen, IAttr)*` to the end of `data` (V4 form B), or V3's
-    record list (section 6): RecordLen int32, then pairs that fill exactly RecordLen bytes.
+    record list ("V3 records"): RecordLen int32, then pairs that fill exactly RecordLen bytes.
     As (bodies, private attrs) lists, chunked like `_item_chunks`."""
     bodies: list[bytes] = []
     privates: list[str] = []
@@ -478,7 +478,7 @@ def _sized(data, pos: int, end: int, what: str, where: str) -> tuple[bytes, int]
 
 
 def _parse_v4(cursor: Cursor) -> tuple[Header, list[_Block]]:
-    """V4 (section 7): the DataProxy binary message between the magics; its header
+    """V4 ("V4 message"): the DataProxy binary message between the magics; its header
     fields, and its body as the one block."""
     (
         _total_len,

@@ -27,7 +27,8 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting
-from wirecodecs.registry import TableRows, get, resolve_options
+from wirecodecs.options import resolve
+from wirecodecs.registry import TableRows, get
 
 # (title, format spec of a cell such as ">8.2f", result key or function of the result row);
 # the title is aligned to the spec's width.
@@ -54,7 +55,7 @@ def decode(name: str, path: str, options: Mapping[str, object]) -> Decoded:
     accounting = FileAccounting(source=path, format=fmt.name)
     rows = table_rows = 0
     with open(path, "rb") as stream:
-        for item in fmt.decode(stream, path, accounting, resolve_options(fmt, options)):
+        for item in fmt.decode(stream, path, accounting, resolve(fmt, options)):
             if isinstance(item, pa.RecordBatch):
                 rows += item.num_rows
             elif isinstance(item, TableRows):

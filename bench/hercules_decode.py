@@ -31,7 +31,8 @@ import harness
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.hercules.encoder import encode_event
 from wirecodecs.hercules.samples import log_event
-from wirecodecs.registry import get, resolve_options
+from wirecodecs.options import resolve
+from wirecodecs.registry import get
 
 TICK0 = 17_900_000_000_000_000  # 2026-09-21 in 100-ns ticks
 
@@ -68,7 +69,7 @@ def _rows(path: Path):
     fmt = get("hercules")
     accounting = FileAccounting(source=str(path), format=fmt.name)
     with path.open("rb") as stream:
-        for item in fmt.decode(stream, str(path), accounting, resolve_options(fmt, {})):
+        for item in fmt.decode(stream, str(path), accounting, resolve(fmt, {})):
             yield from item.select(["version", "timestamp", "uuid", "tags_json"]).to_pylist()
 
 

@@ -50,8 +50,10 @@ import pyarrow.parquet as pq
 import yaml
 
 from jobs import layout
+from jobs.decode_settings import with_data_root
 from wirecodecs.accounting import FileAccounting
-from wirecodecs.registry import TableRows, WireFormat, get, resolve_options
+from wirecodecs.options import resolve
+from wirecodecs.registry import TableRows, WireFormat, get
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "dags" / "sources.yaml"
@@ -145,10 +147,7 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
     config = yaml.safe_load(SOURCES.read_text())
     source = config["sources"][fmt]
 
-    def resolve(value: object) -> object:  # as dags/dag_factory.py's _pairs does
-        return value.replace("{data_root}", str(scratch)) if isinstance(value, str) else value
-
-    options = {key: resolve(value) for key, value in source["decode"].get("options", {}).items()}
+    options = with_data_root(source["decode"].get("options", {}), str(scratch))
     suites = source["validate"] if isinstance(source["validate"], list) else [source["validate"]]
     params = next(entry.get("params", {}) for entry in suites if entry["suite"] == fmt)
     spark = config["defaults"]["spark"]
@@ -203,7 +202,7 @@ def decode_job(day: Day) -> list[str]:
         *("--date", DAY.isoformat(), "--landing", str(day.landing)),
         *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
         *("--max-error-rate", "1", "--max-bad-byte-rate", "1"),
-        *pairs("--option", day.options),
+        *("--options", json.dumps(day.options)),
     )
 
 
@@ -272,7 +271,7 @@ def data_files(landing: Path, fmt: WireFormat) -> list[Path]:
 def floor_worker(name: str, landing: str, out: str, options: str) -> dict:
     """Decode every file of the day and write each table's batches to one Parquet file."""
     fmt = get(name)
-    resolved = resolve_options(fmt, json.loads(options))
+    resolved = resolve(fmt, json.loads(options))
     schemas = {fmt.name: fmt.row_schema(resolved), **fmt.tables}
     Path(out).mkdir(parents=True, exist_ok=True)
     writers: dict[str, pq.ParquetWriter] = {}

@@ -30,13 +30,8 @@ from typing import TextIO
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
-from wirecodecs.registry import (
-    TableRows,
-    UnknownFormatError,
-    WireFormat,
-    get,
-    resolve_options,
-)
+from wirecodecs.options import Resolved, from_json, resolve
+from wirecodecs.registry import TableRows, UnknownFormatError, WireFormat, get
 from wirecodecs.rows import json_rows
 from wirecodecs.samples import formats, write_sample_day
 
@@ -45,17 +40,6 @@ EXIT_USAGE = 2
 
 class CliError(Exception):
     """A fatal, user-facing problem: printed as one line, exit status 2."""
-
-
-def _option(text: str) -> tuple[str, object]:
-    """`k=v` with v read as JSON when it parses (numbers, true/false, null), else a string."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError:
-        return key, raw
 
 
 def _day(text: str) -> dt.date:
@@ -79,18 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Decode FILEs of FORMAT: rows as JSON lines on stdout; quarantined "
         "frames and a per-file accounting summary as JSON lines on stderr.",
         epilog="example: python -m wirecodecs dump kafka orders-0/00000000000000000000.log "
-        "--option batch_rows=1000 | jq .offset",
+        "--options '{\"batch_rows\": 1000}' | jq .offset",
     )
     dump.add_argument("format", metavar="FORMAT", help="a registered format name, e.g. kafka")
     dump.add_argument("files", metavar="FILE", nargs="+", help="file(s) to decode")
     dump.add_argument(
-        "--option",
+        "--options",
         "-o",
-        metavar="KEY=VALUE",
-        type=_option,
-        action="append",
-        default=[],
-        help="decoder option (repeatable); VALUE is read as JSON when it parses",
+        metavar="JSON",
+        default="{}",
+        help="decoder options as one JSON object, as sources.yaml gives them (a carried "
+        "format's under each part's format name)",
     )
     dump.set_defaults(run=_run_dump)
 
@@ -119,7 +102,7 @@ def _quarantine_json(item: Quarantined) -> dict:
     return {"quarantined": fields}
 
 
-def dump_file(fmt: WireFormat, path: str, options: dict, out: TextIO, err: TextIO) -> None:
+def dump_file(fmt: WireFormat, path: str, options: Resolved, out: TextIO, err: TextIO) -> None:
     """Decode one file: rows to `out`; quarantined frames, then its summary, to `err`."""
     accounting = FileAccounting(source=path, format=fmt.name)
     rows = 0
@@ -145,7 +128,7 @@ def dump_file(fmt: WireFormat, path: str, options: dict, out: TextIO, err: TextI
 def _run_dump(args: argparse.Namespace) -> int:
     try:
         fmt = get(args.format)
-        options = resolve_options(fmt, dict(args.option))
+        options = resolve(fmt, from_json(args.options))
     except ValueError as error:  # an unknown format or option names the known ones
         raise CliError(str(error)) from None
     for path in args.files:

@@ -14,6 +14,7 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
+from wirecodecs.options import Declared, Options, Resolved
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class TableRows:
 
 
 Decoded = pa.RecordBatch | Quarantined | TableRows
-DecodeFn = Callable[[BinaryIO, str, FileAccounting, Mapping[str, object]], Iterator[Decoded]]
-DecodeValueFn = Callable[[bytes, Mapping[str, object]], list[dict]]
+DecodeFn = Callable[[BinaryIO, str, FileAccounting, Resolved], Iterator[Decoded]]
+DecodeValueFn = Callable[[bytes, Options], list[dict]]
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Splits:
 
 
 OpenFile = Callable[[str], BinaryIO]  # landing path -> seekable file (FileNotFoundError)
-SplitFn = Callable[[OpenFile, str, int, Sequence[int], Mapping[str, object]], Splits]
+SplitFn = Callable[[OpenFile, str, int, Sequence[int], Resolved], Splits]
 
 
 def every_file(relative_path: str) -> bool:
@@ -72,6 +73,9 @@ def every_file(relative_path: str) -> bool:
 @dataclass(frozen=True)
 class WireFormat:
     """A decodable format: its name, row schema, and a streaming decode function.
+
+    `options` declares the decoder's options (`wirecodecs.options`); `decode`, `split`
+    and `schema_for` receive them as `wirecodecs.options.resolve` gives them, checked.
 
     `decode(stream, source, accounting, options)` reads `stream` sequentially in bounded
     chunks, yields Arrow record batches of rows (matching `schema`) and `Quarantined`
@@ -99,14 +103,14 @@ class WireFormat:
     name: str
     schema: pa.Schema
     decode: DecodeFn
-    options: Mapping[str, object]  # option name -> default; anything else is rejected
+    options: Declared  # its options' declaration: `wirecodecs.options.resolve` reads them
     data_file: Callable[[str], bool] = every_file
     payload: PayloadCodec | None = None  # set when the format's messages ride in envelopes
     tables: Mapping[str, pa.Schema] = field(default_factory=dict)  # companion tables
-    schema_for: Callable[[Mapping[str, object]], pa.Schema] | None = None
+    schema_for: Callable[[Resolved], pa.Schema] | None = None
     split: SplitFn | None = None  # where a large file may be cut (None: decoded whole)
 
-    def row_schema(self, options: Mapping[str, object]) -> pa.Schema:
+    def row_schema(self, options: Resolved) -> pa.Schema:
         """The main table's schema for a run with `options` (`schema_for`, when the
         format's columns depend on its options, e.g. a configured record schema)."""
         return self.schema if self.schema_for is None else self.schema_for(options)
@@ -160,11 +164,6 @@ def overlay(defaults: Mapping[str, object], given: Mapping[str, object], what: s
             f"unknown {what}: {', '.join(unknown)}; known: {', '.join(sorted(defaults))}"
         )
     return {**defaults, **given}
-
-
-def resolve_options(fmt: WireFormat, given: Mapping[str, object]) -> dict[str, object]:
-    """The decoder options of one run: the format's defaults overlaid with `given`."""
-    return overlay(fmt.options, given, f"option(s) for format {fmt.name}")
 
 
 RAW_PAYLOAD = "raw"  # frames' contents kept as the envelope format's own columns

@@ -1,12 +1,14 @@
 """Builds one wirelake DAG per source from dags/sources.yaml.
 
 Kept free of pyspark, wirecodecs and Great Expectations so that the DAG folder parses in
-milliseconds: the DAGs only pass paths, dates and options to spark-submit.
+milliseconds (jobs.decode_settings imports nothing heavy): the DAGs only pass paths, dates
+and options to spark-submit.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,14 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable
 from wirelake_alerts import notifiers
 from wirelake_tasks import LandingSensor, SparkJobOperator
 
+from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES, with_data_root
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOBS_DIR = PROJECT_ROOT / "jobs"
 # $WIRELAKE_CONFIG names another sources config (tests, a second deployment).
 DEFAULT_CONFIG = Path(os.environ.get("WIRELAKE_CONFIG") or Path(__file__).parent / "sources.yaml")
 SPARK_POOL = "wirelake_spark"  # every spark-submit task takes one slot of this Airflow pool
 
-ERROR_POLICIES = ("fail", "quarantine", "skip")
-GATES = ("max_error_rate", "max_bad_byte_rate")  # decode: shares above which a run fails
 SOURCE_KEYS = {"description", "tags", "envelope", "payload", "decode", "validate", "defaults"}
 
 
@@ -58,11 +60,11 @@ def _check_source(path: Path, name: str, source: Any) -> None:
     for key in ("envelope", "decode", "validate"):
         if key not in source:
             raise ConfigError(f"{where}: missing '{key}'")
-    policy = source["decode"].get("error_policy", "quarantine")
+    policy = source["decode"].get("error_policy", DEFAULT_ERROR_POLICY)
     if policy not in ERROR_POLICIES:
         raise ConfigError(f"{where}.decode.error_policy is {policy!r}; use one of {ERROR_POLICIES}")
-    for gate in GATES:
-        rate = source["decode"].get(gate, 0.0)
+    for gate, default in GATES.items():
+        rate = source["decode"].get(gate, default)
         if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 <= rate <= 1:
             raise ConfigError(f"{where}.decode.{gate} must be a number in [0, 1], not {rate!r}")
     entries = validations(source)
@@ -95,13 +97,19 @@ def source_paths(config: dict[str, Any], source: str) -> dict[str, str]:
 
 
 def _pairs(flag: str, mapping: dict[str, Any], data_root: str) -> list[str]:
-    """`flag key=value` per entry; "{data_root}" in a value becomes the data root (so a
-    decoder option can name a secrets file kept beside the lake, not in the repository)."""
+    """`flag key=value` per entry, "{data_root}" in a value made the data root."""
     args: list[str] = []
     for key, value in sorted(mapping.items()):
-        text = value.replace("{data_root}", data_root) if isinstance(value, str) else value
-        args += [flag, f"{key}={text}"]
+        args += [flag, f"{key}={with_data_root(value, data_root)}"]
     return args
+
+
+def _options(options: dict[str, Any], data_root: str) -> list[str]:
+    """A source's decoder options as the one JSON argument of the decode job (none when the
+    source sets none), "{data_root}" in a value made the data root."""
+    if not options:
+        return []
+    return ["--options", json.dumps(with_data_root(options, data_root), sort_keys=True)]
 
 
 def validations(source: dict[str, Any]) -> list[dict[str, Any]]:
@@ -211,10 +219,11 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--landing", paths["landing"],
             "--warehouse", paths["warehouse"],
             "--reports", paths["reports"],
-            "--error-policy", decode.get("error_policy", "quarantine"),
-            "--max-error-rate", str(decode.get("max_error_rate", 0.0)),
-            "--max-bad-byte-rate", str(decode.get("max_bad_byte_rate", 0.0)),
-            *_pairs("--option", decode.get("options", {}), data_root),
+            "--error-policy", decode.get("error_policy", DEFAULT_ERROR_POLICY),
+            "--max-error-rate", str(decode.get("max_error_rate", GATES["max_error_rate"])),
+            "--max-bad-byte-rate",
+            str(decode.get("max_bad_byte_rate", GATES["max_bad_byte_rate"])),
+            *_options(decode.get("options", {}), data_root),
         ]  # fmt: skip
         tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))
         outlets = [_asset(name, table) for table in tables]

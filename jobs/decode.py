@@ -3,7 +3,7 @@
     spark-submit jobs/decode.py --source kafka --envelope kafka --payload raw \\
         --date 2024-03-01 --landing data/landing/kafka/dt=2024-03-01 --warehouse data/warehouse \\
         --reports data/reports [--error-policy fail|quarantine|skip] [--max-error-rate 0.01] \\
-        [--max-bad-byte-rate 0.01] [--split-bytes 134217728] [--option KEY=VALUE ...]
+        [--max-bad-byte-rate 0.01] [--split-bytes 134217728] [--options JSON]
 
 Extract: the driver lists the landing folder with pyarrow.fs and plans work units: whole
 files, or, for a file above `--split-bytes` whose format can find a frame from any offset
@@ -49,21 +49,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import TypeVar
 
+import pyarrow as pa
 from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
 import wirecodecs
 from jobs import layout, metrics, storage
-from jobs.cli import (
-    EXIT_FAILED,
-    EXIT_OK,
-    JobFailed,
-    iso_date,
-    key_value,
-    run_job,
-    scalar,
-    setup_logging,
-)
+from jobs.cli import EXIT_FAILED, EXIT_OK, JobFailed, iso_date, run_job, setup_logging
+from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES
 from jobs.parts import (
     QUARANTINE,
     SHOWN_BAD_FRAMES,
@@ -74,11 +67,10 @@ from jobs.parts import (
     part_name,
 )
 from wirecodecs import FileAccounting, WireFormat
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import Resolved, from_json, resolve, to_json
 
 log = logging.getLogger("wirelake.decode")
 
-POLICIES = ("fail", "quarantine", "skip")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" is reserved
 TARGET_PARTITION_BYTES = 128 << 20
 SPLIT_BYTES = 128 << 20  # files above this are cut into ranges of about this size
@@ -117,7 +109,29 @@ def positive_int(text: str) -> int:
     return value
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+@dataclasses.dataclass(frozen=True)
+class DecodeRun:
+    """One run, as the driver resolved it from the arguments, once: the format, its
+    checked options and row schema, the policy and gates, and where everything is."""
+
+    source: str
+    envelope: str
+    payload: str
+    fmt: WireFormat
+    options: Resolved
+    row_schema: pa.Schema
+    date: dt.date
+    landing: str
+    warehouse: str
+    reports: str
+    error_policy: str
+    max_error_rate: float
+    max_bad_byte_rate: float
+    split_bytes: int
+    partitions: int | None
+
+
+def parse_args(argv: list[str] | None) -> DecodeRun:
     parser = argparse.ArgumentParser(
         prog="jobs/decode.py", description="Decode one day of landed files into the lake."
     )
@@ -130,23 +144,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--reports", required=True, help="reports root: the day's validation results are removed"
     )
-    parser.add_argument("--error-policy", choices=POLICIES, default="quarantine")
+    parser.add_argument("--error-policy", choices=ERROR_POLICIES, default=DEFAULT_ERROR_POLICY)
     parser.add_argument(
-        "--max-error-rate", type=fraction, default=0.01, help="bad frames / all frames allowed"
+        "--max-error-rate",
+        type=fraction,
+        default=GATES["max_error_rate"],
+        help="bad frames / all frames allowed",
     )
     parser.add_argument(
         "--max-bad-byte-rate",
         type=fraction,
-        default=0.01,
+        default=GATES["max_bad_byte_rate"],
         help="bytes not decoded (quarantined, skipped, truncated tails) / all bytes allowed",
     )
     parser.add_argument(
-        "--option",
-        type=key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="decoder option (repeatable)",
+        "--options",
+        default="{}",
+        metavar="JSON",
+        help="decoder options as one JSON object (a carried format's under each part's "
+        'format name, e.g. {"hercules": {"max_event_bytes": 65536}})',
     )
     parser.add_argument(
         "--partitions", type=positive_int, help="Spark partitions (default: from cores and bytes)"
@@ -163,31 +179,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--source must be a plain name ({SOURCE_NAME.pattern}): {args.source!r}")
     try:
         fmt = wirecodecs.source_format(args.envelope, args.payload)
-        args.options = resolve_options(fmt, {key: scalar(value) for key, value in args.option})
     except ValueError as exc:  # UnknownFormatError is a ValueError
         parser.error(str(exc))
-    for key, value in args.options.items():  # caught here, not in an executor's traceback
-        if type(value) is not type(fmt.options[key]):
-            parser.error(
-                f"option {key} must be {type(fmt.options[key]).__name__} like its default "
-                f"{fmt.options[key]!r}, not {value!r}"
-            )
-    try:  # the decoder checks its options (ranges, key files) here as executors would
+    try:  # caught here, not in an executor's traceback
+        options = resolve(fmt, from_json(args.options))
+        row_schema = fmt.row_schema(options)
+        # the decoder opens the files its options name (key tables, schemas) as executors will
         list(fmt.decode(io.BytesIO(b""), "<options>", FileAccounting("<options>", fmt.name),
-                        args.options))  # fmt: skip
-    except (ValueError, OSError) as exc:
+                        options))  # fmt: skip
+    except (ValueError, OSError) as exc:  # OptionError is a ValueError
         parser.error(f"{fmt.name} decoder options: {exc}")
-    args.format = fmt.name
-    args.landing = storage.absolute(args.landing)
-    args.warehouse = storage.absolute(args.warehouse)
-    args.reports = storage.absolute(args.reports)
+    landing, warehouse, reports = map(
+        storage.absolute, (args.landing, args.warehouse, args.reports)
+    )
     try:
-        landing_found = storage.is_dir(args.landing)
+        landing_found = storage.is_dir(landing)
     except (OSError, ValueError) as exc:  # unknown scheme, unreachable store
-        parser.error(f"cannot open --landing {args.landing}: {exc}")
+        parser.error(f"cannot open --landing {landing}: {exc}")
     if not landing_found:
-        parser.error(f"landing folder not found: {args.landing}")
-    return args
+        parser.error(f"landing folder not found: {landing}")
+    return DecodeRun(
+        source=args.source,
+        envelope=args.envelope,
+        payload=args.payload,
+        fmt=fmt,
+        options=options,
+        row_schema=row_schema,
+        date=args.date,
+        landing=landing,
+        warehouse=warehouse,
+        reports=reports,
+        error_policy=args.error_policy,
+        max_error_rate=args.max_error_rate,
+        max_bad_byte_rate=args.max_bad_byte_rate,
+        split_bytes=args.split_bytes,
+        partitions=args.partitions,
+    )
 
 
 # --- extract ------------------------------------------------------------------------
@@ -432,24 +459,24 @@ def _rate(bad: int, good: int) -> float:
     return bad / (bad + good) if bad + good else 0.0
 
 
-def check_policy(reports: list[dict], totals: dict, args) -> None:
+def check_policy(reports: list[dict], totals: dict, job: DecodeRun) -> None:
     """Fail the run when the error policy or a gate says so."""
     payloads = totals["payloads_good"] + totals["payloads_bad"]
     carried = f"; {totals['payloads_bad']} of {payloads} payloads" if payloads else ""
-    if args.error_policy == "fail" and (totals["frames_bad"] or totals["payloads_bad"]):
+    if job.error_policy == "fail" and (totals["frames_bad"] or totals["payloads_bad"]):
         reason = f"error policy 'fail' and {totals['frames_bad']} bad frame(s){carried}"
-    elif totals["error_rate"] > args.max_error_rate:
+    elif totals["error_rate"] > job.max_error_rate:
         reason = (
             f"error rate {totals['error_rate']:.4%} ({totals['frames_bad']} of "
             f"{totals['frames_good'] + totals['frames_bad']} frames{carried}) is above "
-            f"--max-error-rate {args.max_error_rate:.4%}"
+            f"--max-error-rate {job.max_error_rate:.4%}"
         )
-    elif totals["bad_byte_rate"] > args.max_bad_byte_rate:
+    elif totals["bad_byte_rate"] > job.max_bad_byte_rate:
         reason = (
             f"bad-byte rate {totals['bad_byte_rate']:.4%} ({totals['bad_bytes']} of "
             f"{totals['bytes_total']} bytes not decoded: {totals['bytes_quarantined']} "
             f"quarantined, {totals['bytes_skipped']} skipped, {totals['bytes_truncated_tail']} "
-            f"in truncated tails) is above --max-bad-byte-rate {args.max_bad_byte_rate:.4%}"
+            f"in truncated tails) is above --max-bad-byte-rate {job.max_bad_byte_rate:.4%}"
         )
     else:
         return
@@ -499,13 +526,13 @@ def remove_leftovers(table: str, date: dt.date) -> None:
             log.warning("removed %s, left by a decode of %s that did not finish", entry.path, date)
 
 
-def output_tables(args, fmt: WireFormat) -> dict[str | None, str]:
+def output_tables(job: DecodeRun) -> dict[str | None, str]:
     """Table key (None: the main table; a companion table's name; QUARANTINE) -> the folder
     of that table whose partition D the run replaces."""
-    tables = {None: layout.table_dir(args.warehouse, args.source)}
-    for name in fmt.tables:
-        tables[name] = layout.table_dir(args.warehouse, layout.table_name(args.source, name))
-    tables[QUARANTINE] = layout.quarantine_table_dir(args.warehouse, args.source)
+    tables = {None: layout.table_dir(job.warehouse, job.source)}
+    for name in job.fmt.tables:
+        tables[name] = layout.table_dir(job.warehouse, layout.table_name(job.source, name))
+    tables[QUARANTINE] = layout.quarantine_table_dir(job.warehouse, job.source)
     return tables
 
 
@@ -520,29 +547,31 @@ def commit(tables: Mapping[str | None, str], staging: Mapping[str | None, str], 
         log.info("wrote %s", partition)
 
 
-def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, run: dict) -> dict:
+def build_manifest(
+    job: DecodeRun, accounts: list[dict], totals: dict, listing: Listing, run: dict
+) -> dict:
     return {
-        "source": args.source,
-        "format": args.format,
-        "envelope": args.envelope,
-        "payload": args.payload,
-        "dt": args.date.isoformat(),
-        "landing": args.landing,
-        "error_policy": args.error_policy,
-        "max_error_rate": args.max_error_rate,
-        "max_bad_byte_rate": args.max_bad_byte_rate,
-        "split_bytes": args.split_bytes,
-        "options": args.options,
+        "source": job.source,
+        "format": job.fmt.name,
+        "envelope": job.envelope,
+        "payload": job.payload,
+        "dt": job.date.isoformat(),
+        "landing": job.landing,
+        "error_policy": job.error_policy,
+        "max_error_rate": job.max_error_rate,
+        "max_bad_byte_rate": job.max_bad_byte_rate,
+        "split_bytes": job.split_bytes,
+        "options": to_json(job.options),
         "outputs": {
-            "rows": layout.partition_dir(args.warehouse, args.source, args.date),
+            "rows": layout.partition_dir(job.warehouse, job.source, job.date),
             "quarantine": None
-            if args.error_policy == "skip"
-            else layout.quarantine_dir(args.warehouse, args.source, args.date),
+            if job.error_policy == "skip"
+            else layout.quarantine_dir(job.warehouse, job.source, job.date),
             "tables": {
                 table: layout.partition_dir(
-                    args.warehouse, layout.table_name(args.source, table), args.date
+                    job.warehouse, layout.table_name(job.source, table), job.date
                 )
-                for table in wirecodecs.get(args.format).tables
+                for table in job.fmt.tables
             },
         },
         "run": run,
@@ -555,36 +584,44 @@ def build_manifest(args, accounts: list[dict], totals: dict, listing: Listing, r
 # --- the run ------------------------------------------------------------------------
 
 
-def run(spark: SparkSession, args: argparse.Namespace) -> dict:
+def run(spark: SparkSession, job: DecodeRun) -> dict:
     """Decode, check, write; returns the manifest written. Raises JobFailed."""
     started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
-    fmt = wirecodecs.get(args.format)
-    manifest_path = layout.manifest_path(args.warehouse, args.source, args.date)
-    listing = list_landing(args.landing, fmt)
-    partitions = args.partitions or default_partitions(spark, listing.files)
+    fmt = job.fmt
+    manifest_path = layout.manifest_path(job.warehouse, job.source, job.date)
+    listing = list_landing(job.landing, fmt)
+    partitions = job.partitions or default_partitions(spark, listing.files)
     if not listing.files:
-        log.warning("no %s data files under %s: the day is written empty", fmt.name, args.landing)
+        log.warning("no %s data files under %s: the day is written empty", fmt.name, job.landing)
     log.info(
         "planned %d file(s), %d bytes; %d file(s) ignored",
         len(listing.files),
         sum(file.size for file in listing.files),
         len(listing.ignored),
     )
-    withdraw_validation(args.reports, args.source, fmt.tables, args.date)
-    checked = [layout.table_name(args.source, table) for table in [None, *fmt.tables]]
-    metrics.withdraw(args.warehouse, "validate", checked, args.date)
-    tables = output_tables(args, fmt)
+    withdraw_validation(job.reports, job.source, fmt.tables, job.date)
+    checked = [layout.table_name(job.source, table) for table in [None, *fmt.tables]]
+    metrics.withdraw(job.warehouse, "validate", checked, job.date)
+    tables = output_tables(job)
     for table in tables.values():
-        remove_leftovers(table, args.date)
+        remove_leftovers(table, job.date)
     run_id = uuid.uuid4().hex[:12]
     staging = {
-        key: layout.staging_dir(table, args.date, run_id)
+        key: layout.staging_dir(table, job.date, run_id)
         for key, table in tables.items()
-        if key != QUARANTINE or args.error_policy != "skip"
+        if key != QUARANTINE or job.error_policy != "skip"
     }
-    work = Work(args.envelope, args.payload, args.options, listing.filesystem, staging, args.date)
+    work = Work(
+        job.envelope,
+        job.payload,
+        job.options,
+        job.row_schema,
+        listing.filesystem,
+        staging,
+        job.date,
+    )
     try:
-        splits = find_split_points(spark, listing.files, fmt, work, args.split_bytes, partitions)
+        splits = find_split_points(spark, listing.files, fmt, work, job.split_bytes, partitions)
         for uri, found in splits.items():
             for name, check in found["checks"].items():
                 if check.get("mismatches"):
@@ -602,26 +639,26 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
             100 * totals["error_rate"],
             100 * totals["bad_byte_rate"],
         )
-        check_policy(reports, totals, args)
+        check_policy(reports, totals, job)
     except BaseException as exc:
         for folder in staging.values():
             storage.remove_dir(folder)
         if isinstance(exc, JobFailed):  # the daily report shows the day as failed, and why
-            metrics.record_decode_failure(args.warehouse, args.source, args.date, str(exc))
+            metrics.record_decode_failure(job.warehouse, job.source, job.date, str(exc))
         raise
     # The manifest is written last: while the day is being replaced there is none, so a
     # crash part-way leaves no manifest that would vouch for half-replaced outputs.
     storage.remove_file(manifest_path)
-    commit(tables, staging, args.date)
+    commit(tables, staging, job.date)
     run_info = {
         "started_at": started_at.isoformat(),
         "elapsed_seconds": round(time.monotonic() - started, 3),
         "spark_application_id": spark.sparkContext.applicationId,
         **figures,
     }
-    manifest = build_manifest(args, accounts, totals, listing, run_info)
+    manifest = build_manifest(job, accounts, totals, listing, run_info)
     figures = metrics.merge(report["figures"] for report in reports)
-    metrics.record_decode(args.warehouse, manifest, figures, manifest_path)
+    metrics.record_decode(job.warehouse, manifest, figures, manifest_path)
     storage.write_json(manifest_path, manifest)
     return manifest
 

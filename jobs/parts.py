@@ -32,6 +32,7 @@ import wirecodecs
 from jobs import storage
 from jobs.metrics import PartFigures
 from wirecodecs import FileAccounting, Quarantined, WireFormat
+from wirecodecs.options import Resolved
 from wirecodecs.registry import TableRows
 
 STREAM_BUFFER_BYTES = 1 << 20  # read-ahead of remote streams; the decoder bounds the rest
@@ -74,13 +75,14 @@ def part_name(index: int) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Work:
-    """What every unit of a run shares: the format, its options and where parts go
-    (table key -> staging partition folder: None for the main table, a companion table's
-    name, or QUARANTINE; a missing key is not written)."""
+    """What every unit of a run shares: the format, its options (checked on the driver) and
+    row schema, and where parts go (table key -> staging partition folder: None for the
+    main table, a companion table's name, or QUARANTINE; a missing key is not written)."""
 
     envelope: str
     payload: str
-    options: Mapping[str, object]
+    options: Resolved
+    row_schema: pa.Schema
     landing: pafs.FileSystem
     staging: Mapping[str | None, str]
     day: dt.date | None = None  # the run's day: event times are counted by its hours
@@ -145,7 +147,6 @@ class _Parts:
 def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
     """Stream one unit through the decoder into its parts; its accounting as a dict."""
     accounting = FileAccounting(source=unit.uri, format=fmt.name)
-    row_schema = fmt.row_schema(work.options)
     counts = {"rows": 0, "quarantine_items": 0, "table_rows": dict.fromkeys(fmt.tables, 0)}
     first_bad: list[dict] = []
     bad: list[Quarantined] = []
@@ -172,7 +173,7 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
                     figures.rows(item.table, item.batch)
                     parts.write(item.table, item.batch)
                 else:
-                    _check_schema(item, row_schema, None)
+                    _check_schema(item, work.row_schema, None)
                     counts["rows"] += item.num_rows
                     figures.rows(None, item)
                     parts.write(None, item)

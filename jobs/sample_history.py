@@ -17,9 +17,10 @@ from pyarrow import fs as pafs
 
 import wirecodecs
 from jobs import layout, metrics, storage
+from jobs.decode_settings import with_data_root
 from jobs.parts import QUARANTINE, Unit, Work, decode_unit
 from wirecodecs import samples
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 
 
 def land(landing_root: Path, source: str, day: dt.date, seed: int) -> Path:
@@ -52,14 +53,16 @@ def decode_day(
 ) -> dict:
     """Decode a landed day into its partitions, manifest and metrics row; the manifest."""
     fmt = wirecodecs.source_format(envelope, payload)
-    options = resolve_options(fmt, options)
+    options = resolve(fmt, options)
     staging = {None: layout.partition_dir(warehouse, source, day)}
     for table in fmt.tables:
         staging[table] = layout.partition_dir(warehouse, layout.table_name(source, table), day)
     staging[QUARANTINE] = layout.quarantine_dir(warehouse, source, day)
     for folder in staging.values():
         storage.remove_dir(folder)
-    work = Work(envelope, payload, options, pafs.LocalFileSystem(), staging, day)
+    work = Work(
+        envelope, payload, options, fmt.row_schema(options), pafs.LocalFileSystem(), staging, day
+    )
     reports = [
         decode_unit(fmt, Unit(index, str(path), str(path), path.stat().st_size), work)
         for index, path in enumerate(data_files(landing, fmt))
@@ -96,10 +99,7 @@ def write_history(
     config = yaml.safe_load(Path(config_path).read_text())
     for source in sources:
         entry = config["sources"][source]
-        options = {
-            key: value.replace("{data_root}", str(data_root)) if isinstance(value, str) else value
-            for key, value in entry["decode"].get("options", {}).items()
-        }
+        options = with_data_root(entry["decode"].get("options", {}), str(data_root))
         for back in range(days, 0, -1):
             day = date - dt.timedelta(days=back)
             landing = land(data_root / "landing", source, day, seed)

@@ -36,6 +36,7 @@ from jobs.cli import (
     scalar,
     setup_logging,
 )
+from wirecodecs.options import resolve
 
 log = logging.getLogger("wirelake.validate")
 
@@ -98,7 +99,10 @@ def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
         return spark.read.parquet(location)
     log.warning("partition %s does not exist; validating it as empty", location)
     fmt = wirecodecs.get(manifest["format"])
-    schema = fmt.row_schema(manifest["options"]) if args.table is None else fmt.tables[args.table]
+    if args.table is None:  # the options the decode recorded, read as it read them
+        schema = fmt.row_schema(resolve(fmt, manifest["options"]))
+    else:
+        schema = fmt.tables[args.table]
     return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False))
 
 

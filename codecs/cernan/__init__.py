@@ -1,6 +1,7 @@
 """cernan Avro source dumps: v1/v2 packets (u32 length, header, KV pairs, Avro container)."""
 
-from wirecodecs.cernan.decoder import OPTIONS, decode
+from wirecodecs.cernan.decoder import decode
+from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.cernan.schema import PACKETS, PACKETS_SCHEMA, RECORDS_SCHEMA, schema_for
 from wirecodecs.cernan.splitting import split
 from wirecodecs.registry import WireFormat
@@ -9,7 +10,7 @@ CERNAN = WireFormat(
     "cernan",
     RECORDS_SCHEMA,
     decode,
-    OPTIONS,
+    CernanOptions,
     tables={PACKETS: PACKETS_SCHEMA},
     schema_for=schema_for,
     split=split,

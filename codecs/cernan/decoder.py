@@ -21,7 +21,7 @@ Policy, as the golden sidecars encode it:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -29,43 +29,31 @@ import pyarrow as pa
 from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
 from wirecodecs.cernan import avro
 from wirecodecs.cernan.avro import PacketError
+from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.cernan.packet import (
     HEADER,
     LENGTH,
-    MAX_DECOMPRESSED_BYTES,
     PREFIX,
     V1,
     read_kv,
     read_packet,
 )
-from wirecodecs.cernan.rows import UNITS_US, PacketRows
+from wirecodecs.cernan.rows import PacketRows
 from wirecodecs.registry import TableRows
 from wirecodecs.stream import StreamWindow, truncated_tail
 
 FORMAT = "cernan"
 
-OPTIONS: dict[str, object] = {
-    "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
-    # safety bound: a larger length is never buffered (cernan's own limit is 1 MiB; above
-    # it packets decode with the warning exceeds_cernan_max_payload)
-    "max_packet_bytes": 64 << 20,
-    "max_decompressed_bytes": MAX_DECOMPRESSED_BYTES,  # per Avro block
-    "resync": False,  # after a framing error, scan for the next plausible packet
-    "datum_schema_file": "",  # .avsc of the expected datum: typed `record` column
-    "event_time_field": "",  # datum field (dotted path) that gives event_time
-    "event_time_unit": "ms",  # for a numeric event_time_field: s | ms | us | ns
-}
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: CernanOptions
 ) -> Iterator[pa.RecordBatch | Quarantined | TableRows]:
     """Walk a cernan dump; yield record batches, packets rows (`TableRows`) and
     quarantined packets in file order and fill `accounting` (policy: module docstring)."""
-    opts = _options(options)
     window = StreamWindow(stream)
     out = PacketRows(source, opts)
     resynced = False
@@ -80,7 +68,7 @@ def decode(
                 break
             (length,) = LENGTH.unpack(window.peek(PREFIX))
             total = PREFIX + length
-            if length > opts["max_packet_bytes"] or window.fill(total) < total:
+            if length > opts.max_packet_bytes or window.fill(total) < total:
                 outcome = yield from _framing_error(window, length, accounting, out, opts)
                 if outcome == "end":
                     break
@@ -88,9 +76,7 @@ def decode(
                 continue
             frame = window.peek(total)
             window.consume(total)
-            packet = read_packet(
-                frame, start, out.reader, opts["max_decompressed_bytes"], out.render
-            )
+            packet = read_packet(frame, start, out.reader, opts.max_decompressed_bytes, out.render)
             packet.resynced, resynced = resynced, False
             out.add(packet)
             if packet.error is None:
@@ -106,18 +92,6 @@ def decode(
         accounting.bytes_total += window.bytes_read
 
 
-def _options(given: Mapping[str, object]) -> dict[str, object]:
-    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
-    opts = {**OPTIONS, **given}
-    for name in ("batch_rows", "max_packet_bytes", "max_decompressed_bytes"):
-        value = opts[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"cernan option {name} must be a positive integer, not {value!r}")
-    if opts["event_time_unit"] not in UNITS_US:
-        raise ValueError(f"cernan option event_time_unit must be one of {', '.join(UNITS_US)}")
-    return opts
-
-
 def _cut(length: int, available: int) -> str:
     return f"declared {length}, {available} available"
 
@@ -127,10 +101,10 @@ def _framing_error(window, length, accounting, out, opts) -> Iterator:
     the end of the file): resync past it, pass over it unbuffered, or end the walk at a
     truncated tail. Yields what to emit; returns "resynced", "skipped" or "end"."""
     start = window.offset
-    too_large = length > opts["max_packet_bytes"]
+    too_large = length > opts.max_packet_bytes
     code = "packet_too_large" if too_large else "truncated_packet"
-    if opts["resync"]:
-        skipped, found = _resync(window, opts["max_packet_bytes"])
+    if opts.resync:
+        skipped, found = _resync(window, opts.max_packet_bytes)
         if found:  # the garbage up to a plausible packet is skipped
             out.framing(start, length, code, f"resync skipped {skipped} bytes")
             accounting.count_skipped(skipped)
@@ -157,7 +131,7 @@ def _framing_error(window, length, accounting, out, opts) -> Iterator:
         out.framing(start, length, "truncated_packet", _cut(length, passed - PREFIX))
         accounting.count_truncated_tail(passed)
         return "end"
-    detail = f"length {length} exceeds max_packet_bytes ({opts['max_packet_bytes']})"
+    detail = f"length {length} exceeds max_packet_bytes ({opts.max_packet_bytes})"
     out.framing(start, length, "packet_too_large", detail, complete=True)
     accounting.count_bad(total)
     yield from out.flush()

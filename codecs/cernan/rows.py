@@ -4,11 +4,12 @@ table (one row per frame), built from `Packet`s and turned into Arrow a flush at
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 import pyarrow as pa
 
 from wirecodecs.cernan.arrow_types import arrow_type, load_datum_schema
+from wirecodecs.cernan.options import UNITS_US, CernanOptions
 from wirecodecs.cernan.packet import CONTROL_SYNC, Packet, text_or_none
 from wirecodecs.cernan.render import datums_json
 from wirecodecs.cernan.schema import PACKETS, PACKETS_SCHEMA, records_schema
@@ -22,8 +23,6 @@ from wirecodecs.rows import (
     in_batches,
 )
 
-UNITS_US = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}  # option `event_time_unit`
-
 
 def _hex64(value: int | None) -> str | None:
     return None if value is None else f"{value:016x}"
@@ -32,19 +31,19 @@ def _hex64(value: int | None) -> str | None:
 class PacketRows:
     """Packets and records decoded since the last flush, turned into Arrow in one go."""
 
-    def __init__(self, source: str, opts: Mapping[str, object]) -> None:
+    def __init__(self, source: str, opts: CernanOptions) -> None:
         self.source = source
-        self.batch_rows = opts["batch_rows"]
+        self.batch_rows = opts.batch_rows
         self.index = 0  # packet index in the file (truncated frames included)
-        path = opts["datum_schema_file"]
-        self.reader = load_datum_schema(str(path)) if path else None
+        path = opts.datum_schema_file
+        self.reader = load_datum_schema(path) if path else None
         self.datum_type, self.convert = (
             arrow_type(self.reader) if self.reader is not None else (None, None)
         )
         self.schema = records_schema(self.datum_type)
-        field_path = str(opts["event_time_field"])
+        field_path = str(opts.event_time_field)
         self.time_path = field_path.split(".") if field_path else None
-        self.time_unit = UNITS_US[opts["event_time_unit"]]
+        self.time_unit = UNITS_US[opts.event_time_unit]
         self._reset()
 
     def _reset(self) -> None:

@@ -10,11 +10,10 @@ Unsigned 64-bit ids are decimal(20,0): Spark has no unsigned long and refuses Ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pyarrow as pa
 
 from wirecodecs.cernan.arrow_types import arrow_type, load_datum_schema
+from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.rows import lineage_fields
 
 PACKETS = "packets"  # the companion table's name (WireFormat.tables)
@@ -94,9 +93,9 @@ def records_schema(datum_type: pa.DataType | None) -> pa.Schema:
     return pa.schema([*RECORD_PACKET_FIELDS, pa.field("record", datum_type)])
 
 
-def schema_for(options: Mapping[str, object]) -> pa.Schema:
+def schema_for(options: CernanOptions) -> pa.Schema:
     """The records table's schema for a run's options (`WireFormat.schema_for`)."""
-    path = options.get("datum_schema_file") or ""
+    path = options.datum_schema_file
     if not path:
         return RECORDS_SCHEMA
-    return records_schema(arrow_type(load_datum_schema(str(path)))[0])
+    return records_schema(arrow_type(load_datum_schema(path))[0])

@@ -11,9 +11,9 @@ walk then scans for the next packet; the rest of the file stays one range).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from wirecodecs.cernan.decoder import _options
+from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.cernan.packet import LENGTH
 from wirecodecs.registry import OpenFile, SplitPoint, Splits
 
@@ -23,13 +23,12 @@ def split(
     path: str,
     size: int,
     boundaries: Sequence[int],
-    options: Mapping[str, object],
+    opts: CernanOptions,
 ) -> Splits:
     """For each boundary, the first packet at or after it, with its packet number and
     offset as the shifts of the columns that count from the file's start."""
     if not boundaries:
         return Splits()
-    opts = _options(options)
     points: list[SplitPoint] = []
     pending = iter(boundaries)
     boundary = next(pending)
@@ -39,7 +38,7 @@ def split(
             file.seek(at)
             (length,) = LENGTH.unpack(file.read(LENGTH.size))
             end = at + LENGTH.size + length
-            if end > size or (opts["resync"] and length > opts["max_packet_bytes"]):
+            if end > size or (opts.resync and length > opts.max_packet_bytes):
                 break
             if at >= boundary:
                 points.append(SplitPoint(at, {"packet_index": index, "avro_offset": at}))

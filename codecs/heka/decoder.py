@@ -46,21 +46,13 @@ from wirecodecs.heka.message import (
     parse_header,
     parse_message,
 )
+from wirecodecs.heka.options import HekaOptions
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
 from wirecodecs.inflate import Inflated, RawSource
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow
 
 FORMAT = "heka"
-
-OPTIONS: dict[str, object] = {
-    # A larger message_length is not trusted: the search resumes inside (Heka's default
-    # is 64 KiB; Mozilla readers impose none). Memory per frame is bounded by it.
-    "max_message_size": 8 << 20,
-    # JSON file {"<hmac_signer>_<hmac_key_version>": "<key>"}, read once per file; "" = none.
-    "hmac_keys_file": "",
-    "batch_rows": 8192,  # rows per yielded Arrow record batch (at most)
-}
 
 RS, US = 0x1E, 0x1F
 _RS = b"\x1e"
@@ -71,12 +63,11 @@ _EVENT_NS_MAX = EVENT_TIME_MAX_MS * 1_000_000 + 999_999
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: HekaOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk a Heka stream (plain, gzip or zstd); yield row batches and quarantined frames in
     stream order and fill `accounting` (see the module docstring for the damage policy)."""
-    opts = _options(options)
-    keys = load_hmac_keys(opts["hmac_keys_file"])
+    keys = load_hmac_keys(opts.hmac_keys_file)
     raw = RawSource(stream)
     codec = raw.sniff()
     if codec is None:
@@ -110,20 +101,6 @@ def decode(
         )
     _fold(walked, inflated, raw.raw_bytes)
     _add(walked, accounting)
-
-
-def _options(given: Mapping[str, object]) -> dict:
-    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
-    opts = {**OPTIONS, **given}
-    for name in ("max_message_size", "batch_rows"):
-        value = opts[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"heka option {name} must be a positive integer, not {value!r}")
-    if opts["max_message_size"] >= 1 << 31:
-        raise ValueError("heka option max_message_size must be below 2 GiB")
-    if not isinstance(opts["hmac_keys_file"], str):
-        raise ValueError("heka option hmac_keys_file must be a path (a string)")
-    return opts
 
 
 def load_hmac_keys(path: str) -> dict[str, bytes]:
@@ -186,11 +163,11 @@ def _walk(
     window: StreamWindow,
     source: str,
     acc: FileAccounting,
-    opts: Mapping,
+    opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    max_len = opts["max_message_size"]
-    rows = _Rows(source, opts["batch_rows"])
+    max_len = opts.max_message_size
+    rows = _Rows(source, opts.batch_rows)
     fields_seen: dict[bytes, Field] = {}  # parse_message's memo of Fields, for this stream
     after_garbage = False  # bytes were skipped since the last frame
     need = 3

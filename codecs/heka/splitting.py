@@ -15,10 +15,11 @@ always ends in a truncated tail. A whole-file gzip or zstd stream is never cut.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import BinaryIO
 
-from wirecodecs.heka.decoder import _FRAME, _SHORT, RS, _options, _probe
+from wirecodecs.heka.decoder import _FRAME, _SHORT, RS, _probe
+from wirecodecs.heka.options import HekaOptions
 from wirecodecs.inflate import RawSource
 from wirecodecs.registry import OpenFile, SplitPoint, Splits
 
@@ -31,13 +32,13 @@ def split(
     path: str,
     size: int,
     boundaries: Sequence[int],
-    options: Mapping[str, object],
+    options: HekaOptions,
 ) -> Splits:
     """For each boundary, the first frame start at or after it, before the next boundary
     (none when there is no frame in between)."""
     if not boundaries:
         return Splits()
-    max_len = _options(options)["max_message_size"]
+    max_len = options.max_message_size
     with open_file(path) as file:
         if RawSource(file).sniff() is not None:  # whole-file compression
             return Splits()

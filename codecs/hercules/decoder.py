@@ -26,9 +26,10 @@ Events have no length prefix and no checksum, so an event is found by reading it
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
@@ -37,22 +38,12 @@ from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, VERSION, VERSION_BYTE, WIDTH, Event, EventReader
+from wirecodecs.hercules.options import HerculesOptions
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
 from wirecodecs.inflate import drain, lz4_block, read_up_to
 from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
-FRAMINGS = ("batch", "events", "stream_read")
-COMPRESSIONS = ("auto", "none", "lz4")
-
-OPTIONS: dict[str, object] = {
-    "framing": "batch",  # batch | events | stream_read
-    "compression": "auto",  # auto (.lz4 name: LZ4 block) | none | lz4
-    "max_event_bytes": 1 << 20,  # a larger event is corrupt (the gate accepts 500 000)
-    "max_depth": 100,  # container/vector nesting; deeper is corrupt (bounds the recursion)
-    "max_lz4_body_bytes": 100 << 20,  # decompressed LZ4 body bound (the gate's limit)
-    "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
-}
 _LOOKAHEAD = 64 << 10  # bytes buffered ahead of an event before it is read
 _FLUSH_ITEMS = WIDTH << 16  # also yield once 65 536 tag entries are buffered (memory)
 _STATE_ENTRY_BYTES = 12  # stream read state: partition int32, offset int64
@@ -69,13 +60,12 @@ _PATH, _COUNT, _ELEMENT, _TEXT, _RAW = map(
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: HerculesOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file; yield row batches and quarantined regions in file order and
     fill `accounting` (see the module docstring for the damage policy)."""
-    opts = _options(options)
-    if opts["compression"] == "lz4" or (
-        opts["compression"] == "auto" and source.lower().endswith(".lz4")
+    if opts.compression == "lz4" or (
+        opts.compression == "auto" and source.lower().endswith(".lz4")
     ):
         yield from _decode_lz4(stream, source, accounting, opts)
         return
@@ -86,13 +76,12 @@ def decode(
         accounting.bytes_total += window.bytes_read
 
 
-def decode_value(value: bytes, options: Mapping[str, object]) -> list[dict]:
+def decode_value(value: bytes, opts: HerculesOptions) -> list[dict]:
     """One event that is a whole Kafka record value, as one row dict (no lineage pair);
     raises DecodeError when it does not read or does not fill the value exactly."""
-    opts = _options(options)
     entries: list = []
-    reader = EventReader(value, len(value), opts["max_depth"], entries)
-    event, end = reader.event(0, opts["max_event_bytes"])
+    reader = EventReader(value, len(value), opts.max_depth, entries)
+    event, end = reader.event(0, opts.max_event_bytes)
     if end != len(value):
         raise DecodeError(
             FORMAT, "trailing_bytes", f"{len(value) - end} bytes after the event", offset=end
@@ -131,24 +120,6 @@ def _head(event: Event, event_time) -> EventHead:
         event_time, event.version, event.timestamp, event.uuid, event.size, event.tag_count,
         event.json,
     )  # fmt: skip
-
-
-def _options(given: Mapping[str, object]) -> dict:
-    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
-    opts = {**OPTIONS, **given}
-    for name, default in OPTIONS.items():
-        value = opts[name]
-        if isinstance(default, int) and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 1
-        ):
-            raise ValueError(f"hercules option {name} must be a positive integer: {value!r}")
-    if opts["framing"] not in FRAMINGS:
-        raise ValueError(f"hercules option framing must be one of {', '.join(FRAMINGS)}")
-    if opts["compression"] not in COMPRESSIONS:
-        raise ValueError(f"hercules option compression must be one of {', '.join(COMPRESSIONS)}")
-    if opts["max_depth"] > 200:
-        raise ValueError("hercules option max_depth must be at most 200 (recursion bound)")
-    return opts
 
 
 class _Rows:
@@ -204,13 +175,15 @@ class _Rows:
 class _Walk:
     """One pass over a file's framing header and events (see the module docstring)."""
 
-    def __init__(self, window: StreamWindow, source: str, acc: FileAccounting, opts: dict):
+    def __init__(
+        self, window: StreamWindow, source: str, acc: FileAccounting, opts: HerculesOptions
+    ):
         self.window = window
         self.source = source
         self.acc = acc
         self.opts = opts
-        self.rows = _Rows(source, opts["batch_rows"])
-        self.reader = EventReader(b"", 0, opts["max_depth"], self.rows.entries)
+        self.rows = _Rows(source, opts.batch_rows)
+        self.reader = EventReader(b"", 0, opts.max_depth, self.rows.entries)
         self.copy = b""  # the window's bytes from `copy_offset` on: see `_point_reader`
         self.copy_offset = 0
         self.last_ticks: int | None = None  # the last good event's timestamp
@@ -218,7 +191,7 @@ class _Walk:
 
     def run(self) -> Iterator[pa.RecordBatch | Quarantined]:
         expected = None
-        if self.opts["framing"] != "events":
+        if self.opts.framing != "events":
             expected = yield from self._header()
             if expected is None:
                 return
@@ -251,11 +224,11 @@ class _Walk:
         ends there (empty, cut, or a header that cannot be trusted)."""
         window = self.window
         at = 0
-        if self.opts["framing"] == "stream_read":
+        if self.opts.framing == "stream_read":
             if window.fill(4) < 4:
                 return self._end_in_header()
             (shards,) = INT32.unpack_from(window.peek(4))
-            if shards < 0 or shards * _STATE_ENTRY_BYTES > self.opts["max_event_bytes"]:
+            if shards < 0 or shards * _STATE_ENTRY_BYTES > self.opts.max_event_bytes:
                 kind = "negative_count" if shards < 0 else "length_out_of_range"
                 yield quarantine_rest(
                     self.window,
@@ -291,7 +264,7 @@ class _Walk:
         """Read, keep or quarantine the next event: True when one was kept, False for a
         quarantined region, None when the file (or its readable part) ended."""
         window = self.window
-        max_event = self.opts["max_event_bytes"]
+        max_event = self.opts.max_event_bytes
         want = _LOOKAHEAD
         while True:
             available = window.fill(want)
@@ -380,8 +353,8 @@ class _Walk:
         reader's buffer) do not start a version-1 event: if they do not start any event
         and a chain of events starts inside this one, a damaged length made it swallow its
         successors; returns where they start (from the event's start)."""
-        max_event = self.opts["max_event_bytes"]
-        probe = EventReader(self.reader.buf, self.reader.end, self.opts["max_depth"], [])
+        max_event = self.opts.max_event_bytes
+        probe = EventReader(self.reader.buf, self.reader.end, self.opts.max_depth, [])
         try:
             probe.event(end, end + max_event)
             return None
@@ -398,12 +371,12 @@ class _Walk:
         before it fails: the work each one did is counted (`_work`), and the budget grows
         with the bytes read, so a file costs at most about `_RESYNC_WORK_PER_BYTE` units
         per byte beyond a floor."""
-        max_event = self.opts["max_event_bytes"]
+        max_event = self.opts.max_event_bytes
         want = 2 * max_event + _LOOKAHEAD
         available = self.window.fill(want)
         at_eof = available < want
         data = bytes(self.window.peek(available))
-        probe = EventReader(data, available, self.opts["max_depth"], [])
+        probe = EventReader(data, available, self.opts.max_depth, [])
         stop = max_event + 1 if within is None else min(within, max_event + 1)
         pos = data.find(VERSION_BYTE, 1, stop)
         while pos != -1:
@@ -465,12 +438,12 @@ def _chain_reads(
 
 
 def _decode_lz4(
-    stream: BinaryIO, source: str, accounting: FileAccounting, opts: dict
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: HerculesOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """An LZ4-block body: decompressed (bounded) and walked like a plain one. The file is
     one compressed unit, so its bytes are decoded when the body is clean, else quarantined
     as one region (the good events still yield rows)."""
-    limit = opts["max_lz4_body_bytes"]
+    limit = opts.max_lz4_body_bytes
     data = read_up_to(stream, limit + 1)
     accounting.bytes_total += len(data)
     if len(data) > limit:
@@ -487,7 +460,9 @@ def _decode_lz4(
         return
     inner = FileAccounting(source, FORMAT)
     problems = []
-    for item in decode(io.BytesIO(body), source, inner, {**opts, "compression": "none"}):
+    for item in decode(
+        io.BytesIO(body), source, inner, dataclasses.replace(opts, compression="none")
+    ):
         if isinstance(item, Quarantined):
             problems.append(item)
         else:

@@ -1,11 +1,12 @@
 """Apache InLong InLongMsg messages (V0-V4): landed files and Kafka record values."""
 
-from wirecodecs.inlong.decoder import OPTIONS, decode, decode_value
+from wirecodecs.inlong.decoder import decode, decode_value
+from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.inlong.schema import INLONG_SCHEMA
 from wirecodecs.registry import PayloadCodec, WireFormat
 
 INLONG = WireFormat(
-    "inlong", INLONG_SCHEMA, decode, OPTIONS, payload=PayloadCodec(decode_value=decode_value)
+    "inlong", INLONG_SCHEMA, decode, InlongOptions, payload=PayloadCodec(decode_value=decode_value)
 )
 
 __all__ = ["INLONG"]

@@ -18,7 +18,7 @@ shares `message.parse` and `item_columns` with the file walk. Row model: schema.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -28,37 +28,15 @@ from wirecodecs.binary import UINT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
+from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.inlong.schema import INLONG_SCHEMA
 from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
-FRAMINGS = ("message", "length_prefixed")
-OPTIONS: dict[str, object] = {
-    "framing": "message",  # message: one message per file | length_prefixed: u32 BE + message
-    "max_message_bytes": 64 << 20,  # a longer message (or length prefix) is not trusted
-    "max_decompressed_bytes": 128 << 20,  # per snappy block / V4 body: a bigger output is a bomb
-    "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
-}
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
 
 VALUE_COLUMNS = tuple(INLONG_SCHEMA.names[2:])  # all but the lineage pair
 _ROW_COLUMNS = INLONG_SCHEMA.names[1:]  # byte_offset, then VALUE_COLUMNS
-
-
-def _options(given: Mapping[str, object]) -> dict[str, object]:
-    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
-    opts = {**OPTIONS, **given}
-    if opts["framing"] not in FRAMINGS:
-        raise ValueError(
-            f"inlong option framing must be one of {FRAMINGS}, not {opts['framing']!r}"
-        )
-    for name in ("max_message_bytes", "max_decompressed_bytes", "batch_rows"):
-        value = opts[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"inlong option {name} must be a positive integer, not {value!r}")
-    if opts["max_message_bytes"] >= 1 << 31:
-        raise ValueError("inlong option max_message_bytes must be below 2 GiB")
-    return opts
 
 
 def item_columns(items: msg.Items) -> dict[str, list]:
@@ -109,12 +87,11 @@ def _event_time_us(attributes: dict[str, str]) -> int | None:
     return ms * 1000
 
 
-def decode_value(value: bytes, given: Mapping[str, object]) -> list[dict]:
+def decode_value(value: bytes, opts: InlongOptions) -> list[dict]:
     """One Kafka record value (one InLongMsg) as row dicts without source_file and
     byte_offset (`registry.PayloadCodec`); event_time as a UTC datetime. Raises
     DecodeError, with offsets inside the value."""
-    limit = given.get("max_decompressed_bytes", OPTIONS["max_decompressed_bytes"])
-    message = msg.parse(value, limit)
+    message = msg.parse(value, opts.max_decompressed_bytes)
     head = message.header._asdict()
     rows = []
     for items in message.items():
@@ -128,14 +105,13 @@ def decode_value(value: bytes, given: Mapping[str, object]) -> list[dict]:
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: InlongOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file in its framing; yield row batches and quarantined messages in
     file order and fill `accounting` (damage policy: module docstring)."""
-    opts = _options(options)
     window = StreamWindow(stream)
-    rows = _RowBuffer(source, opts["batch_rows"])
-    walk = _walk_prefixed if opts["framing"] == "length_prefixed" else _walk_whole
+    rows = _RowBuffer(source, opts.batch_rows)
+    walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
             if isinstance(item, Quarantined):  # after the rows before it
@@ -147,10 +123,10 @@ def decode(
 
 
 def _walk_whole(
-    window: StreamWindow, source: str, accounting: FileAccounting, opts: Mapping, rows
+    window: StreamWindow, source: str, accounting: FileAccounting, opts: InlongOptions, rows
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """`message` framing: the whole file is one message (an empty file holds none)."""
-    limit = opts["max_message_bytes"]
+    limit = opts.max_message_bytes
     size = window.fill(limit + 1)
     if size == 0:
         return
@@ -167,10 +143,10 @@ def _walk_whole(
 
 
 def _walk_prefixed(
-    window: StreamWindow, source: str, accounting: FileAccounting, opts: Mapping, rows
+    window: StreamWindow, source: str, accounting: FileAccounting, opts: InlongOptions, rows
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """`length_prefixed` framing: u32 length, message; repeat to the end of the file."""
-    limit = opts["max_message_bytes"]
+    limit = opts.max_message_bytes
     while True:
         available = window.fill(PREFIX.size)
         if available == 0:
@@ -202,7 +178,7 @@ def _frame(
     total: int,
     source: str,
     accounting: FileAccounting,
-    opts: Mapping,
+    opts: InlongOptions,
     rows: _RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Decode the frame of `total` bytes at the window's position (its message starts
@@ -213,7 +189,7 @@ def _frame(
     window.consume(total)
     body = frame[skip:]
     try:
-        message = msg.parse(body, opts["max_decompressed_bytes"], opts["batch_rows"])
+        message = msg.parse(body, opts.max_decompressed_bytes, opts.batch_rows)
     except DecodeError as err:
         accounting.count_bad(total, records_lost=msg.declared_items(body))
         where = "" if err.offset is None else f" (message byte {err.offset})"

@@ -23,9 +23,10 @@ import pyarrow as pa
 
 from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
 from wirecodecs.errors import DecodeError
-from wirecodecs.kafka.decoder import OPTIONS as KAFKA_OPTIONS
 from wirecodecs.kafka.decoder import decode as decode_kafka
 from wirecodecs.kafka.index import split
+from wirecodecs.kafka.options import KafkaOptions
+from wirecodecs.options import Options
 from wirecodecs.registry import WireFormat
 from wirecodecs.rows import in_batches
 
@@ -51,25 +52,15 @@ _READ = ["source_file", "byte_offset", "is_control", "value", *_FROM_KAFKA]
 
 def carrying(payload: WireFormat) -> WireFormat:
     """The format of Kafka segments whose record values are `payload` messages (a format
-    with a `PayloadCodec`, as `registry.source_format` checks)."""
-    shared = {
-        name
-        for name in set(KAFKA_OPTIONS) & set(payload.options)
-        if KAFKA_OPTIONS[name] != payload.options[name]
-    }
-    if shared:  # one value would have to serve two meanings
-        raise ValueError(f"kafka and {payload.name} options clash: {', '.join(sorted(shared))}")
+    with a `PayloadCodec`, as `registry.source_format` checks). Its options are the two
+    formats', each under its format's name (`wirecodecs.options`)."""
     schema = pa.schema(list(payload.schema) + ENVELOPE_FIELDS)
     decode_value = payload.payload.decode_value
 
     def decode(
-        stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+        stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, Options]
     ) -> Iterator[pa.RecordBatch | Quarantined]:
-        kafka_options = {name: options[name] for name in KAFKA_OPTIONS if name in options}
-        payload_options = {
-            name: options.get(name, default) for name, default in payload.options.items()
-        }
-        batch_rows = options.get("batch_rows", KAFKA_OPTIONS["batch_rows"])
+        kafka_options, payload_options = options["kafka"], options[payload.name]
         rows_written = 0
         for item in decode_kafka(stream, source, accounting, kafka_options):
             if isinstance(item, Quarantined):
@@ -95,7 +86,9 @@ def carrying(payload: WireFormat) -> WireFormat:
                 rows.extend({**row, **lineage, **envelope} for row in decoded)
             if rows:  # a value may carry several messages: more rows than records
                 rows_written += len(rows)
-                yield from in_batches(pa.RecordBatch.from_pylist(rows, schema=schema), batch_rows)
+                yield from in_batches(
+                    pa.RecordBatch.from_pylist(rows, schema=schema), kafka_options.batch_rows
+                )
         accounting.records_bad += accounting.payloads_bad
         accounting.records_good = rows_written
 
@@ -103,7 +96,7 @@ def carrying(payload: WireFormat) -> WireFormat:
         f"kafka+{payload.name}",
         schema,
         decode,
-        {**KAFKA_OPTIONS, **payload.options},
+        {"kafka": KafkaOptions, payload.name: payload.options},
         split=split,  # cut where the segment's index says, like plain Kafka
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -42,14 +42,9 @@ from wirecodecs.kafka.entry import (
     magic_of,
 )
 from wirecodecs.kafka.message_set import INVALID_ATTRIBUTES, read_message_set
+from wirecodecs.kafka.options import KafkaOptions
 from wirecodecs.kafka.record_batch import MIN_RECORD_BYTES, read_record_batch
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
-
-OPTIONS: dict[str, int] = {
-    "max_frame_bytes": 128 << 20,  # a larger size field is not trusted: rest of file quarantined
-    "max_decompressed_bytes": 128 << 20,  # per batch / wrapper: a bigger output is a bomb
-    "batch_rows": 65536,  # rows per yielded Arrow record batch (at most)
-}
 
 _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
@@ -71,13 +66,12 @@ COMPILED_COLUMNS = _compiled_columns()  # chosen once, at import (tests set it t
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, object]
+    stream: BinaryIO, source: str, accounting: FileAccounting, opts: KafkaOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk a Kafka segment or record set; yield row batches and quarantined entries in
     file order and fill `accounting` (see the module docstring for the damage policy)."""
-    opts = _options(options)
     window = StreamWindow(stream)
-    rows = RowBuffer(source, *topic_partition(source), opts["batch_rows"], COMPILED_COLUMNS)
+    rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, COMPILED_COLUMNS)
     last_offset = None  # of the last good entry: a plausible tail starts after it
     try:
         while True:
@@ -89,7 +83,7 @@ def decode(
                 yield from _tail(window, source, accounting, last_offset, rows)
                 break
             (size,) = INT32.unpack_from(window.peek(PREFIX.size), SIZE_AT)
-            if size < MIN_ENTRY_SIZE or size > opts["max_frame_bytes"]:
+            if size < MIN_ENTRY_SIZE or size > opts.max_frame_bytes:
                 yield from rows.flush()
                 yield _quarantine_rest(window, source, accounting, size, opts)
                 break
@@ -126,22 +120,11 @@ def topic_partition(source: str) -> tuple[str | None, int | None]:
     return match[1], int(match[2])
 
 
-def _options(given: Mapping[str, object]) -> dict[str, int]:
-    """Defaults overlaid with `given` (names were checked by `registry.resolve_options`)."""
-    opts = {**OPTIONS, **given}
-    for name, value in opts.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"kafka option {name} must be a positive integer, not {value!r}")
-    if opts["max_decompressed_bytes"] >= 1 << 31:
-        raise ValueError("kafka option max_decompressed_bytes must be below 2 GiB")
-    return opts
-
-
 # ---- walk outcomes that are not rows -----------------------------------------------------------
 
 
 def _quarantine_rest(
-    window: StreamWindow, source: str, accounting: FileAccounting, size: int, opts: Mapping
+    window: StreamWindow, source: str, accounting: FileAccounting, size: int, opts: KafkaOptions
 ) -> Quarantined:
     """A size field that cannot be walked past: nothing after it can be framed."""
     if size < MIN_ENTRY_SIZE:
@@ -149,7 +132,7 @@ def _quarantine_rest(
         detail = f"entry size {size} is below the minimum record overhead ({MIN_ENTRY_SIZE})"
     else:
         kind = "length_out_of_range"
-        detail = f"entry size {size} exceeds max_frame_bytes ({opts['max_frame_bytes']})"
+        detail = f"entry size {size} exceeds max_frame_bytes ({opts.max_frame_bytes})"
     return quarantine_rest(window, source, accounting, kind, f"{detail}; rest of file not walked")
 
 
@@ -234,7 +217,7 @@ def _declared_records(entry: memoryview) -> int:
 # ---- one entry -----------------------------------------------------------------------------
 
 
-def _read_entry(entry: memoryview, start: int, opts: Mapping, compiled) -> Run:
+def _read_entry(entry: memoryview, start: int, opts: KafkaOptions, compiled) -> Run:
     """The version facade: dispatch one complete log entry on its magic byte (`compiled`:
     the flush's `fastpath.Columns`, or None for the pure walk)."""
     magic = magic_of(entry)

@@ -5,7 +5,6 @@ value is a set of inner messages (docs/kafka.md §2.3, §2.4).
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
 from typing import NamedTuple
 
 from wirecodecs.binary import INT32, Cursor, wrap_int64
@@ -23,6 +22,7 @@ from wirecodecs.kafka.entry import (
     PREFIX,
     TIMESTAMP_TYPES,
 )
+from wirecodecs.kafka.options import KafkaOptions
 
 # ---- the message (docs/kafka.md §2.3): the entry prefix, then these fields --------------------
 
@@ -93,7 +93,7 @@ def _message(cursor: Cursor) -> _Message:
     )
 
 
-def read_message_set(entry: memoryview, start: int, opts: Mapping) -> Run:
+def read_message_set(entry: memoryview, start: int, opts: KafkaOptions) -> Run:
     """The v0/v1 entry `entry` found at file offset `start`: a message, or a compressed
     wrapper whose value is an inner message set."""
     outer = _message(Cursor(FORMAT, entry, base=start))
@@ -124,7 +124,7 @@ def read_message_set(entry: memoryview, start: int, opts: Mapping) -> Run:
     data = decompress(
         DECOMPRESS_AS[codec],
         outer.value,
-        opts["max_decompressed_bytes"],
+        opts.max_decompressed_bytes,
         fmt=FORMAT,
         legacy_lz4=magic == 0,
     )

@@ -8,8 +8,6 @@ pure walk, whose keys and values `_control_fields` reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from wirecodecs.binary import INT16, INT32, read_varint, read_varlong, wrap_int64
 from wirecodecs.checksums import crc32c_matches
 from wirecodecs.compression import decompress
@@ -25,6 +23,7 @@ from wirecodecs.kafka.entry import (
     V2_CRC_FROM,
     V2_HEADER,
 )
+from wirecodecs.kafka.options import KafkaOptions
 
 # batch attribute bits of v2 only (docs/kafka.md §2.6)
 TRANSACTIONAL_BIT = 0x10
@@ -47,7 +46,7 @@ UNKNOWN_CONTROL_TYPE = "unknown"  # any other type id
 END_TXN_TYPES = (0, 1)  # ABORT and COMMIT carry an EndTransactionMarker value
 
 
-def read_record_batch(entry: memoryview, start: int, opts: Mapping, compiled) -> Run:
+def read_record_batch(entry: memoryview, start: int, opts: KafkaOptions, compiled) -> Run:
     """The v2 batch `entry` found at file offset `start`: header, optional decompression,
     then exactly recordsCount records that fill the records section (`compiled`: the
     flush's `fastpath.Columns`, or None for the pure walk)."""
@@ -102,7 +101,7 @@ def read_record_batch(entry: memoryview, start: int, opts: Mapping, compiled) ->
 
     section = entry[V2_HEADER.size :]
     if codec:
-        data = decompress(DECOMPRESS_AS[codec], section, opts["max_decompressed_bytes"], fmt=FORMAT)
+        data = decompress(DECOMPRESS_AS[codec], section, opts.max_decompressed_bytes, fmt=FORMAT)
     else:
         data = section
     if count > len(data) // MIN_RECORD_BYTES:

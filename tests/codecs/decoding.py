@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import io
 import tracemalloc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from wirecodecs import FileAccounting, Quarantined, get
 from wirecodecs.accounting import HEAD_BYTES
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 
 
 @dataclass
@@ -47,9 +48,23 @@ def decode_all(stream_or_bytes, source: str = "mem.log", fmt: str = "kafka", **o
         else stream_or_bytes
     )
     decoded = Decoded(FileAccounting(source, fmt))
-    for item in wire.decode(stream, source, decoded.accounting, resolve_options(wire, options)):
+    for item in wire.decode(stream, source, decoded.accounting, resolve(wire, options)):
         decoded.items.append(item)
     return decoded
+
+
+def as_declared(fmt: str, options: Mapping[str, object]) -> dict:
+    """Test settings (a batch size, bounds) as format `fmt` takes them: those it declares,
+    a carried format's under each part that declares them, so that one setting covers
+    plain and carried formats alike."""
+    declared = get(fmt).options
+
+    def kept(kind) -> dict:
+        return {name: value for name, value in options.items() if name in kind.names()}
+
+    if isinstance(declared, Mapping):
+        return {part: kept(kind) for part, kind in declared.items()}
+    return kept(declared)
 
 
 class ChunkedReads(io.RawIOBase):

@@ -38,11 +38,20 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from decoding import ChunkedReads, Decoded, check_items, check_quarantined, decode_all, outcome
+from decoding import (
+    ChunkedReads,
+    Decoded,
+    as_declared,
+    check_items,
+    check_quarantined,
+    decode_all,
+    outcome,
+)
 
 from wirecodecs import get
 from wirecodecs.inflate import RawSource
 from wirecodecs.kafka import decoder as kafka_decoder
+from wirecodecs.options import Options, resolve
 from wirecodecs.registry import TableRows
 from wirecodecs.samples import write_sample_day
 
@@ -230,7 +239,7 @@ def _decode(target: Target, data: bytes, options: dict, walk: str, chunked: bool
         tracemalloc.start()
     try:
         with _walk(walk), _time_limit(limits and limits.seconds):
-            got = decode_all(stream, SOURCE, target.name, **options)
+            got = decode_all(stream, SOURCE, target.name, **as_declared(target.name, options))
     except _Timeout:
         raise ContractBroken("timeout", f"{label}: over {limits.seconds} s") from None
     except Exception as error:
@@ -257,7 +266,8 @@ def _check_decoded(target: Target, data: bytes, got: Decoded, options: dict) -> 
     if not target.inflated(data):
         assert check_quarantined(Decoded(acc, framed), data) <= len(data)
     fmt = get(target.name)
-    check_items(main, data, fmt.row_schema(options), options["batch_rows"])
+    schema = fmt.row_schema(resolve(fmt, as_declared(target.name, options)))
+    check_items(main, data, schema, options["batch_rows"])
     assert acc.records_good == sum(batch.num_rows for batch in main.batches)
     for item in got.items:
         if isinstance(item, TableRows):
@@ -299,17 +309,25 @@ def check(
     over; the other decodes still run."""
     fmt = get(target.name)
     for variant in target.variants:
-        options = {**{k: v for k, v in BOUNDS.items() if k in fmt.options}, **variant}
+        options = {**BOUNDS, **variant}
         first = None
         for walk in target.walks:
             for chunked in (False, True):
-                batch_rows = SMALL_BATCH if chunked else fmt.options["batch_rows"]
+                batch_rows = SMALL_BATCH if chunked else _default_batch_rows(fmt)
                 opts = {**options, "batch_rows": batch_rows}
                 try:
                     first = _check_one(target, data, opts, walk, chunked, limits, first)
                 except ContractBroken as broken:
                     if not ignore(broken.signature):
                         raise
+
+
+def _default_batch_rows(fmt) -> int:
+    """The batch size of a decode with default options (a carried format's envelope cuts
+    its batches)."""
+    options = resolve(fmt, {})
+    envelope = fmt.name.partition("+")[0]
+    return (options if isinstance(options, Options) else options[envelope]).batch_rows
 
 
 def _check_one(target, data, options, walk, chunked, limits, first: dict | None) -> dict:

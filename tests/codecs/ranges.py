@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from decoding import Decoded, decode_all
 
 from wirecodecs import FileAccounting, Quarantined, get
-from wirecodecs.registry import SplitPoint, Splits, TableRows, resolve_options
+from wirecodecs.options import resolve
+from wirecodecs.registry import SplitPoint, Splits, TableRows
 
 COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
 
@@ -47,7 +48,7 @@ def in_memory(files: Mapping[str, bytes]):
 def find(fmt: str, data: bytes, boundaries: Sequence[int], **options) -> Splits:
     """The format's split points of `data` (a file alone in its folder, "f.bin")."""
     wire = get(fmt)
-    opts = resolve_options(wire, options)
+    opts = resolve(wire, options)
     return wire.split(in_memory({"f.bin": data}), "f.bin", len(data), boundaries, opts)
 
 

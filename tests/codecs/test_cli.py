@@ -113,7 +113,9 @@ def test_dump_reports_a_truncated_tail():
 def test_dump_passes_options_to_the_decoder():
     """A frame bound below the first batch's size quarantines the whole file."""
     size = (VECTORS / "v2_none.log").stat().st_size
-    result = run_cli("dump", "kafka", str(VECTORS / "v2_none.log"), "-o", "max_frame_bytes=100")
+    result = run_cli(
+        "dump", "kafka", str(VECTORS / "v2_none.log"), "-o", '{"max_frame_bytes": 100}'
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     summary = summary_of(result)
@@ -141,7 +143,7 @@ def test_unknown_format_exits_2_and_lists_known_ones():
 
 
 def test_unknown_option_exits_2_and_lists_known_ones():
-    result = run_cli("dump", "kafka", str(VECTORS / "v2_none.log"), "-o", "colour=blue")
+    result = run_cli("dump", "kafka", str(VECTORS / "v2_none.log"), "-o", '{"colour": "blue"}')
     assert result.returncode == 2
     assert "colour" in result.stderr and "batch_rows" in result.stderr
 

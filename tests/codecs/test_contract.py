@@ -12,12 +12,13 @@ import datetime as dt
 from dataclasses import dataclass
 
 import pytest
-from decoding import Decoded, decode_all
+from decoding import Decoded, as_declared, decode_all
 from fuzz_targets import TARGETS, check
 from ranges import find
 
 from wirecodecs import registry
 from wirecodecs.accounting import FileAccounting
+from wirecodecs.options import resolve
 from wirecodecs.samples import SampleFile, write_sample_day
 
 
@@ -78,7 +79,7 @@ def samples(tmp_path_factory) -> dict[str, Sample]:
 def decode(name: str, sample: Sample, data: bytes, **options) -> Decoded:
     """`data` held to the whole contract, then decoded as `sample`'s file."""
     check(TARGETS[name], data)
-    return decode_all(data, sample.source, name, **options)
+    return decode_all(data, sample.source, name, **as_declared(name, options))
 
 
 def frame_starts(decoded: Decoded) -> list[int]:
@@ -104,7 +105,7 @@ def test_clean_sample_gives_what_was_written(name, samples):
     got = decode(name, sample, sample.data, batch_rows=BATCH_ROWS)
     assert len(got.rows) == sample.written.decodable_records
     assert len(got.quarantined) == sample.written.undecodable_frames
-    schema = wire.row_schema(registry.resolve_options(wire, {"batch_rows": BATCH_ROWS}))
+    schema = wire.row_schema(resolve(wire, as_declared(name, {"batch_rows": BATCH_ROWS})))
     assert got.batches and all(batch.schema == schema for batch in got.batches)
     assert all(0 < batch.num_rows <= BATCH_ROWS for batch in got.batches)
     assert got.accounting.bytes_truncated_tail == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import json
 import sys
 from pathlib import Path
 
@@ -243,7 +244,8 @@ def test_several_suites_and_data_root_options(tmp_path, monkeypatch_module):
     dag = dag_factory.build_dags(path)["wirelake_twice"]
     decode = dag.get_task("decode")
     assert sorted(decode.downstream_task_ids) == ["validate_kafka", "validate_other"]
-    assert "keys_file=/lake/secrets/keys.json" in decode.application_args
+    options = decode.application_args[decode.application_args.index("--options") + 1]
+    assert json.loads(options) == {"keys_file": "/lake/secrets/keys.json"}
     assert "names=/lake" in dag.get_task("validate_other").application_args
     assert "crc_error_budget=0.5" in dag.get_task("validate_kafka").application_args
 

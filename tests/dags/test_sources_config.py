@@ -14,6 +14,7 @@ import yaml
 
 from expectations import registry as suites
 from wirecodecs import registry as formats
+from wirecodecs.options import resolve
 
 SOURCES = yaml.safe_load((Path(__file__).parents[2] / "dags" / "sources.yaml").read_text())[
     "sources"
@@ -30,7 +31,7 @@ def suite_entries(source: dict) -> list[dict]:
 def test_source_format_and_options_resolve(name):
     source = SOURCES[name]
     fmt = formats.source_format(source["envelope"], source.get("payload", "raw"))
-    formats.resolve_options(fmt, source["decode"].get("options", {}))
+    resolve(fmt, source["decode"].get("options", {}))
 
 
 @pytest.mark.parametrize("name", list(SOURCES))

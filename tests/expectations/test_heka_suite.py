@@ -19,6 +19,7 @@ from expectations.checks import RunFacts
 from wirecodecs import FileAccounting
 from wirecodecs.heka import HEKA
 from wirecodecs.heka.schema import HEKA_SCHEMA
+from wirecodecs.options import resolve
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
 pytestmark = pytest.mark.spark
@@ -147,7 +148,7 @@ def test_sample_day_passes_with_the_sources_yaml_params_and_still_checks(spark, 
     for item in day.files:
         acc = FileAccounting(str(item.path), "heka")
         stream = io.BytesIO(item.path.read_bytes())
-        options = {**HEKA.options, "hmac_keys_file": str(keys)}
+        options = resolve(HEKA, {"hmac_keys_file": str(keys)})
         batches += [
             b
             for b in HEKA.decode(stream, str(item.path), acc, options)

@@ -16,7 +16,7 @@ from expectations.checks import RunFacts
 from expectations.hercules import KEY_IS_NOT_UUID, missing_tag_query
 from jobs import validate
 from wirecodecs import FileAccounting, get, source_format
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 from wirecodecs.samples import write_sample_day
 
 DAY = dt.date(2026, 11, 3)
@@ -29,7 +29,7 @@ def decoded_day(source: str, fmt, tmp_path) -> pa.Table:
     for item in day.files:
         accounting = FileAccounting(str(item.path), fmt.name)
         with item.path.open("rb") as stream:
-            for got in fmt.decode(stream, str(item.path), accounting, resolve_options(fmt, {})):
+            for got in fmt.decode(stream, str(item.path), accounting, resolve(fmt, {})):
                 if isinstance(got, pa.RecordBatch):
                     batches.append(got)
     return pa.Table.from_batches(batches, schema=fmt.schema)

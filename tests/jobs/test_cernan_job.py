@@ -37,13 +37,12 @@ def read_dir(path: Path) -> list[dict]:
     return ds.dataset(path, format="parquet").to_table().to_pylist() if path.exists() else []
 
 
-def run_job(spark, landing: Path, warehouse: Path, *options: str) -> dict:
+def run_job(spark, landing: Path, warehouse: Path, **options) -> dict:
     argv = ["--source", "cernan", "--envelope", "cernan", "--date", DAY]
     argv += ["--landing", str(landing), "--warehouse", str(warehouse)]
     argv += ["--reports", str(warehouse.parent / "reports")]
     argv += ["--max-error-rate", "0.5", "--max-bad-byte-rate", "0.5"]
-    for option in options:
-        argv += ["--option", option]
+    argv += ["--options", json.dumps(options)]
     code = run_quietly(spark, argv)
     return {
         "code": code,
@@ -73,7 +72,7 @@ def day(spark, tmp_path_factory):
         "landing": landing,
         "json": run_job(spark, landing, root / "warehouse"),
         "typed": run_job(
-            spark, typed_landing, root / "warehouse-typed", f"datum_schema_file={avsc}"
+            spark, typed_landing, root / "warehouse-typed", datum_schema_file=str(avsc)
         ),
         "typed_landing": typed_landing,
     }

@@ -101,10 +101,10 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
     argv = [
         "--source", "kafka", "--envelope", "kafka", "--date", DATE,
         "--landing", "landing", "--warehouse", "wh", "--reports", "rp",
-        "--option", "batch_rows=4096",
+        "--options", '{"batch_rows": 4096}',
     ]  # fmt: skip
     args = parse_args(argv)
-    assert args.options["batch_rows"] == 4096  # an int, as the decoder expects
+    assert args.options.batch_rows == 4096  # an int, as the decoder expects
     assert (args.landing, args.warehouse) == (str(tmp_path / "landing"), str(tmp_path / "wh"))
     assert (args.error_policy, args.payload, args.date.isoformat()) == ("quarantine", "raw", DATE)
 
@@ -117,13 +117,17 @@ def test_options_are_typed_and_paths_made_absolute(tmp_path, monkeypatch):
         ((), {"--envelope": "nope"}, "unknown format 'nope'"),
         (("--payload", "avro9"), {}, "unknown payload 'avro9' for envelope 'kafka'"),
         ((), {"--source": "_quarantine"}, "--source must be a plain name"),
-        (("--option", "no_such_option=1"), {}, "unknown option(s) for format kafka"),
-        (("--option", "novalue"), {}, "expected key=value"),
-        (("--option", "batch_rows=many"), {}, "option batch_rows must be int like its default"),
-        (("--max-error-rate", "1.5"), {}, "must be between 0 and 1"),
-        (("--option", "batch_rows=0"), {}, "kafka decoder options: kafka option batch_rows"),
+        (("--options", '{"no_such_option": 1}'), {}, "unknown option(s) for format kafka"),
+        (("--options", "novalue"), {}, "options are not JSON"),
         (
-            ("--option", "hmac_keys_file=/no/such/keys.json"),
+            ("--options", '{"batch_rows": "many"}'),
+            {},
+            "option batch_rows must be int like its default",
+        ),
+        (("--max-error-rate", "1.5"), {}, "must be between 0 and 1"),
+        (("--options", '{"batch_rows": 0}'), {}, "kafka decoder options: kafka option batch_rows"),
+        (
+            ("--options", '{"hmac_keys_file": "/no/such/keys.json"}'),
             {"--envelope": "heka"},
             "heka decoder options: heka option hmac_keys_file: cannot read /no/such/keys.json",
         ),

@@ -62,7 +62,7 @@ def run(spark, tmp_path_factory):
     keys.parent.mkdir()
     keys.write_text(json.dumps(sidecar("basic.heka")["signers"]))
     args = ["--envelope", "heka", "--payload", "raw", "--max-error-rate", "0.01"]
-    args += ["--option", f"hmac_keys_file={keys}"]
+    args += ["--options", json.dumps({"hmac_keys_file": str(keys)})]
     return {"landing": landing, **decoded_day(spark, "heka", DAY, landing, warehouse, *args)}
 
 

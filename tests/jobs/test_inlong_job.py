@@ -61,7 +61,7 @@ def run(spark, tmp_path_factory):
     (landing / "_SUCCESS").write_text("")
     args = ["--envelope", "inlong", "--payload", "raw", "--max-error-rate", "0.5",
             "--max-bad-byte-rate", "0.5",
-            "--option", "framing=length_prefixed", "--option", "batch_rows=5"]  # fmt: skip
+            "--options", '{"framing": "length_prefixed", "batch_rows": 5}']  # fmt: skip
     return {
         **decoded_day(spark, "inlong", DAY, landing, warehouse, *args),
         "landing": landing,

@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from wirecodecs import FileAccounting, Quarantined, get
-from wirecodecs.registry import TableRows, resolve_options
+from wirecodecs.options import resolve
+from wirecodecs.registry import TableRows
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cernan"
 CERNAN = get("cernan")
@@ -60,7 +61,7 @@ def run(data, source: str = "mem.cernan", **options) -> Result:
     """Decode bytes (or a stream) to the end with the registered cernan decoder."""
     stream = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
     result = Result(FileAccounting(source, "cernan"))
-    for item in CERNAN.decode(stream, source, result.accounting, resolve_options(CERNAN, options)):
+    for item in CERNAN.decode(stream, source, result.accounting, resolve(CERNAN, options)):
         if isinstance(item, pa.RecordBatch):
             result.batches.append(item)
             result.records += item.to_pylist()

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from wirecodecs.cernan import CERNAN, schema_for
 from wirecodecs.cernan import encoder as enc
+from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.cernan.packet import read_packet
 from wirecodecs.cernan.schema import RECORDS_SCHEMA
 
@@ -178,10 +179,13 @@ def test_typed_records_follow_the_expected_schema(tmp_path):
     avsc = write_avsc(tmp_path, packets[0]["avro"]["schema_json"])  # oracle.cernan.AllTypes
     result = run(vector("v2_schemas"), datum_schema_file=avsc)
     check_invariants(result, truth["size"])
-    assert all(batch.schema == schema_for({"datum_schema_file": avsc}) for batch in result.batches)
-    assert schema_for({"datum_schema_file": avsc}).field("record").type.field("i").type == (
-        pa.int32()
+    assert all(
+        batch.schema == schema_for(CernanOptions(datum_schema_file=avsc))
+        for batch in result.batches
     )
+    assert schema_for(CernanOptions(datum_schema_file=avsc)).field("record").type.field(
+        "i"
+    ).type == (pa.int32())
     assert [p["status"] for p in result.packets] == ["ok"] * 3 + ["error"] * 7 + ["ok"] + [
         "error"
     ] * 2  # the zero-record packet is ok: nothing to resolve
@@ -237,7 +241,7 @@ def test_nan_and_infinities_are_kept():
 
 
 def test_default_schema_is_json():
-    assert schema_for({}) == CERNAN.schema == RECORDS_SCHEMA
+    assert schema_for(CernanOptions()) == CERNAN.schema == RECORDS_SCHEMA
     assert CERNAN.tables["packets"].field("id").type == pa.decimal128(20, 0)
 
 

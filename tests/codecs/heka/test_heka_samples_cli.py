@@ -78,7 +78,7 @@ def test_cli_dumps_rows_quarantine_and_summary(capsys, tmp_path):
         str(DATA / "invalid_bodies.heka"),
         str(DATA / "signed_md5.heka"),
         "-o",
-        f"hmac_keys_file={keys}",
+        json.dumps({"hmac_keys_file": str(keys)}),
         capsys=capsys,
     )
     assert code == 0
@@ -102,7 +102,7 @@ def test_cli_dumps_rows_quarantine_and_summary(capsys, tmp_path):
 
 
 def test_cli_rejects_unknown_options(capsys):
-    code = cli.main(["dump", "heka", str(DATA / "basic.heka"), "-o", "max_frame_bytes=3"])
+    code = cli.main(["dump", "heka", str(DATA / "basic.heka"), "-o", '{"max_frame_bytes": 3}'])
     _, err = capsys.readouterr()
     assert code == 2
     assert "known: batch_rows, hmac_keys_file, max_message_size" in err

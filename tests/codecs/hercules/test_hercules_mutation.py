@@ -19,6 +19,7 @@ from wirecodecs.hercules import decoder
 from wirecodecs.hercules.decoder import decode_value
 from wirecodecs.hercules.encoder import encode_batch, encode_event
 from wirecodecs.hercules.event import EventReader
+from wirecodecs.hercules.options import HerculesOptions
 from wirecodecs.hercules.samples import log_event
 
 TICK0 = 17_000_000_000_000_000
@@ -136,7 +137,7 @@ def test_arbitrary_bytes_never_raise_and_always_balance(data, framing, source):
 @given(st.binary(max_size=300))
 def test_decode_value_raises_only_decode_errors(data):
     try:
-        decode_value(data, {})
+        decode_value(data, HerculesOptions())
     except DecodeError as err:
         assert err.format == "hercules" and err.kind
 

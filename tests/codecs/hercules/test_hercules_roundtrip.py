@@ -20,6 +20,7 @@ from wirecodecs.hercules import decoder
 from wirecodecs.hercules.decoder import decode_value
 from wirecodecs.hercules.encoder import Event, Value, encode_batch, encode_event, lz4_body
 from wirecodecs.hercules.event import TYPE_CODES
+from wirecodecs.hercules.options import HerculesOptions
 
 SCALARS = {
     "Byte": st.integers(0, 255),
@@ -80,7 +81,7 @@ def check_row(row: dict, event: Event, data: bytes) -> None:
 @given(EVENTS)
 def test_any_event_round_trips(event):
     data = encode_event(event)
-    (row,) = decode_value(data, {})
+    (row,) = decode_value(data, HerculesOptions())
     check_row(row, event, data)
 
 
@@ -133,19 +134,19 @@ def nested_vectors(levels: int) -> bytes:
 def test_hostile_depth_is_an_error_not_a_crash(build):
     for levels in (10_000, 1_000_000):
         with pytest.raises(DecodeError) as err:
-            decode_value(build(levels), {})
+            decode_value(build(levels), HerculesOptions())
         assert err.value.kind == "too_deep"
 
 
 def test_max_depth_is_the_nesting_allowed():
-    (row,) = decode_value(nested_containers(99), {"max_depth": 100})
+    (row,) = decode_value(nested_containers(99), HerculesOptions(max_depth=100))
     assert len(row["tags"]) == 99 and row["tags"][-1]["path"] == "/".join(["a"] * 99)
     with pytest.raises(DecodeError, match="max_depth 100"):
-        decode_value(nested_containers(100), {"max_depth": 100})
-    (row,) = decode_value(nested_containers(150), {"max_depth": 200})
+        decode_value(nested_containers(100), HerculesOptions(max_depth=100))
+    (row,) = decode_value(nested_containers(150), HerculesOptions(max_depth=200))
     assert json.loads(row["tags_json"])["a"]["a"]["a"] is not None
     with pytest.raises(ValueError, match="at most 200"):
-        decode_value(nested_containers(1), {"max_depth": 201})
+        decode_value(nested_containers(1), HerculesOptions(max_depth=201))
 
 
 def test_a_hostile_depth_inside_a_batch_is_quarantined_and_the_rest_kept():
@@ -159,7 +160,7 @@ def test_a_hostile_depth_inside_a_batch_is_quarantined_and_the_rest_kept():
 
 def test_the_65535_tag_limit():
     tags = [(f"t{i}", Value("Null")) for i in range(65535)]
-    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=1), tags)), {})
+    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=1), tags)), HerculesOptions())
     assert row["tag_count"] == len(row["tags"]) == 65535
     assert row["tags"][-1]["path"] == "t65534"
     with pytest.raises(ValueError, match="at most 65535"):
@@ -172,7 +173,7 @@ def test_a_vector_length_of_2_31_minus_1_allocates_nothing(kind):
     tracemalloc.start()
     try:
         with pytest.raises(DecodeError) as err:
-            decode_value(data, {})
+            decode_value(data, HerculesOptions())
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -188,10 +189,10 @@ def test_the_null_vectors_of_an_event_together_hold_at_most_max_event_bytes_elem
         vectors = [(f"n{i}", Value("Vector", [None] * n, "Null")) for i, n in enumerate(lengths)]
         return encode_event(Event(0, uuid.UUID(int=1), vectors))
 
-    (row,) = decode_value(nulls(400, 400), {"max_event_bytes": 1000})
+    (row,) = decode_value(nulls(400, 400), HerculesOptions(max_event_bytes=1000))
     assert [tag["count"] for tag in row["tags"]] == [400, 400]
     with pytest.raises(DecodeError) as err:
-        decode_value(nulls(600, 600), {"max_event_bytes": 1000})
+        decode_value(nulls(600, 600), HerculesOptions(max_event_bytes=1000))
     assert err.value.kind == "length_out_of_range"
 
 
@@ -210,13 +211,13 @@ def test_paths_are_bounded_by_the_event_size():
     tracemalloc.start()
     try:
         with pytest.raises(DecodeError) as err:
-            decode_value(data, {"max_event_bytes": 64 << 10})
+            decode_value(data, HerculesOptions(max_event_bytes=64 << 10))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert err.value.kind == "length_out_of_range" and "paths" in err.value.detail
     assert peak < 8 << 20
-    (row,) = decode_value(flags_deep_down(500), {"max_event_bytes": 64 << 10})
+    (row,) = decode_value(flags_deep_down(500), HerculesOptions(max_event_bytes=64 << 10))
     assert row["tags"][-1]["path"] == "/".join(["k" * 255] * 21) + "[499]"
 
 
@@ -247,7 +248,7 @@ def test_negative_lengths_and_bad_type_codes_are_typed_errors():
     }
     for data, kind in cases.items():
         with pytest.raises(DecodeError) as err:
-            decode_value(data, {})
+            decode_value(data, HerculesOptions())
         assert err.value.kind == kind, data.hex()
 
 
@@ -260,7 +261,7 @@ def test_tag_names_that_break_the_rules_are_kept_and_escaped_in_paths():
         (b"\xffbad", Value("Flag", True)),
         ("k" * 255, Value("Short", 4)),
     ]
-    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=2), tags)), {})
+    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=2), tags)), HerculesOptions())
     assert [(t["path"], t["key"]) for t in row["tags"]] == [
         ("", ""),
         ("a%2Fb", "a/b"),
@@ -280,7 +281,7 @@ def test_duplicate_keys_are_all_kept_and_the_plain_view_keeps_the_last():
         ("other", Value("String", "x")),
         ("dup", Value("String", "2")),
     ]
-    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=3), tags)), {})
+    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=3), tags)), HerculesOptions())
     assert [(t["path"], t["type"]) for t in row["tags"]] == [
         ("dup", "Integer"),
         ("other", "String"),
@@ -296,7 +297,7 @@ def test_byte_is_unsigned_and_float_bits_are_exact():
         ("f", Value("Float", signalling_nan)),
         ("d", Value("Double", -0.0)),
     ]
-    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=4), tags)), {})
+    (row,) = decode_value(encode_event(Event(0, uuid.UUID(int=4), tags)), HerculesOptions())
     byte, flt, dbl = row["tags"]
     assert byte["int_value"] == 255
     assert flt["float_bits"] == signalling_nan

@@ -16,7 +16,7 @@ from hercules_helpers import DATA, sidecar
 from wirecodecs import FileAccounting, source_format
 from wirecodecs.cli import main
 from wirecodecs.hercules import HERCULES
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 from wirecodecs.samples import write_sample_day
 
 DAY = dt.date(2026, 11, 3)
@@ -34,7 +34,7 @@ def decoded_day(request, tmp_path_factory):
     for item in day.files:
         accounting = FileAccounting(str(item.path), fmt.name)
         with item.path.open("rb") as stream:
-            items = list(fmt.decode(stream, str(item.path), accounting, resolve_options(fmt, {})))
+            items = list(fmt.decode(stream, str(item.path), accounting, resolve(fmt, {})))
         batches = [i for i in items if isinstance(i, pa.RecordBatch)]
         rows = pa.Table.from_batches(batches, schema=fmt.schema)
         out.append(
@@ -99,7 +99,7 @@ def test_python_m_wirecodecs_dump_with_an_option():
     """The real entry point, as a person runs it, on a single event (framing=events)."""
     done = subprocess.run(
         [sys.executable, "-m", "wirecodecs", "dump", "hercules",
-         str(DATA / "event_readme_sample.bin"), "-o", "framing=events"],
+         str(DATA / "event_readme_sample.bin"), "-o", '{"framing": "events"}'],
         capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     (row,) = [json.loads(line) for line in done.stdout.splitlines()]
@@ -107,7 +107,7 @@ def test_python_m_wirecodecs_dump_with_an_option():
     assert row["timestamp"] == 15276799200000000
     bad = subprocess.run(
         [sys.executable, "-m", "wirecodecs", "dump", "hercules",
-         str(DATA / "batch_empty.bin"), "-o", "framing=nope"],
+         str(DATA / "batch_empty.bin"), "-o", '{"framing": "nope"}'],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode != 0 and "framing" in bad.stderr

@@ -19,6 +19,7 @@ from hercules_helpers import DATA, decode, sidecar, typed, vector
 from wirecodecs.accounting import HEAD_BYTES
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.decoder import decode_value
+from wirecodecs.hercules.options import HerculesOptions
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 FRAMINGS = {"event": "events", "batch": "batch", "stream": "stream_read"}
@@ -77,7 +78,7 @@ def test_valid_vector_decodes_to_its_sidecar(name):
 
 def test_readme_sample_decodes_exactly():
     assert vector("event_readme_sample.bin") == README_SAMPLE and len(README_SAMPLE) == 65
-    (row,) = decode_value(README_SAMPLE, {})
+    (row,) = decode_value(README_SAMPLE, HerculesOptions())
     assert row["version"] == 1
     assert row["timestamp"] == 15_276_799_200_000_000
     assert row["event_time"] == dt.datetime(2018, 5, 30, 11, 32, tzinfo=dt.UTC)
@@ -119,7 +120,7 @@ def test_kafka_records_decode_as_payload_values():
     assert len(lines) == 12
     for line in lines:
         record = json.loads(line)
-        (row,) = decode_value(bytes.fromhex(record["value_hex"]), {})
+        (row,) = decode_value(bytes.fromhex(record["value_hex"]), HerculesOptions())
         event = {**record["event"], "offset": 0}
         check_event({**row, "byte_offset": 0}, event)
         assert record["key_hex"] == row["uuid"].replace("-", "")
@@ -173,6 +174,6 @@ def test_corrupt_vector_keeps_what_decodes_and_types_the_rest(case):
 def test_vector_length_overflow_fails_before_allocating():
     data = vector("corrupt_vector_length_overflow.bin")[4:]
     with pytest.raises(DecodeError) as err:
-        decode_value(data, {})
+        decode_value(data, HerculesOptions())
     assert err.value.kind == "length_out_of_range"
     assert "2147483647" in err.value.detail

@@ -40,7 +40,7 @@ def checked(data: bytes, stream=None, **options) -> Decoded:
     balanced accounting, rows counted, quarantined regions in order with their heads."""
     got = decode(data if stream is None else stream, **options)
     acc = got.accounting
-    batch_rows = options.get("batch_rows", INLONG.options["batch_rows"])
+    batch_rows = options.get("batch_rows", INLONG.options().batch_rows)
     decoding.check_items(got, data, INLONG_SCHEMA, batch_rows)
     assert acc.bytes_skipped == 0
     assert acc.records_good == sum(batch.num_rows for batch in got.batches)

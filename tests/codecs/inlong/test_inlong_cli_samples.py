@@ -13,7 +13,7 @@ import pytest
 from inlong_helpers import DATA, b64, checked, sidecar
 
 from wirecodecs import FileAccounting, get
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 from wirecodecs.samples import write_sample_day
 
 DAY = dt.date(2024, 3, 1)
@@ -54,13 +54,13 @@ def test_cli_length_prefixed_option(tmp_path):
     path = tmp_path / "two.bin"
     one = (DATA / "v1_plain_single.bin").read_bytes()
     path.write_bytes(b"".join(len(one).to_bytes(4, "big") + one for _ in range(2)))
-    result = run_cli(str(path), "-o", "framing=length_prefixed")
+    result = run_cli(str(path), "-o", '{"framing": "length_prefixed"}')
     assert result.returncode == 0, result.stderr
     assert [json.loads(line)["byte_offset"] for line in result.stdout.splitlines()] == [
         0,
         4 + len(one),
     ]
-    bad = run_cli(str(path), "-o", "framing=lines")
+    bad = run_cli(str(path), "-o", '{"framing": "lines"}')
     assert bad.returncode != 0 and "framing" in bad.stderr
 
 
@@ -77,7 +77,7 @@ def test_sample_day_decodes_as_written(source, tmp_path):
     for written in day.files:
         acc = FileAccounting(str(written.path), name)
         with open(written.path, "rb") as stream:
-            items = list(fmt.decode(stream, str(written.path), acc, resolve_options(fmt, options)))
+            items = list(fmt.decode(stream, str(written.path), acc, resolve(fmt, options)))
         rows = [row for item in items if hasattr(item, "num_rows") for row in item.to_pylist()]
         assert acc.balanced
         assert acc.records_good == len(rows) == written.decodable_records

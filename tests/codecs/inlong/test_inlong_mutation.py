@@ -22,7 +22,7 @@ from inlong_helpers import checked, vector
 from wirecodecs import FileAccounting, get
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong.decoder import PREFIX
-from wirecodecs.registry import resolve_options
+from wirecodecs.options import resolve
 from wirecodecs.rows import FLUSH_BYTES
 
 SEEDS = ["v0_handmade", "v1_snappy_multi", "v2_plain_multi", "v3_snappy", "v4_private_attrs_snappy",
@@ -189,7 +189,7 @@ def streamed(data: bytes, **options) -> tuple[list[pa.Array], int, FileAccountin
     attrs = []
     tracemalloc.start()
     try:
-        opts = resolve_options(wire, options)
+        opts = resolve(wire, options)
         for item in wire.decode(io.BytesIO(data), "mem.bin", accounting, opts):
             assert isinstance(item, pa.RecordBatch)
             attrs.append(item.column("attr"))

@@ -15,6 +15,7 @@ from inlong_helpers import checked
 
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong.decoder import decode_value
+from wirecodecs.inlong.options import InlongOptions
 
 FAST = settings(max_examples=150)
 KEY = st.text(
@@ -190,7 +191,7 @@ def test_message_round_trip(message):
     want = expected(header, rows)
     assert project(got.rows, want) == want
     assert got.accounting.records_good == len(rows)
-    values = decode_value(data, {})
+    values = decode_value(data, InlongOptions())
     assert project([{"byte_offset": 0, **v} for v in values], want) == want
 
 

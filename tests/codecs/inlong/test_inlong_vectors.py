@@ -16,6 +16,7 @@ from inlong_helpers import CASES, b64, checked, sidecar, vector
 
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong.decoder import PREFIX, VALUE_COLUMNS, decode_value
+from wirecodecs.inlong.options import InlongOptions
 
 # case -> DecodeError kind, for the cases where Java fails or returns damaged data
 ERRORS = {
@@ -151,7 +152,7 @@ def test_error_vector(case):
     assert (bad.byte_offset, bad.length, bad.kind) == (0, len(data), ERRORS[case])
     assert got.accounting.frames_bad == 1
     with pytest.raises(DecodeError) as err:
-        decode_value(data, {})
+        decode_value(data, InlongOptions())
     assert err.value.kind == ERRORS[case] and err.value.format == "inlong"
 
 
@@ -191,7 +192,7 @@ def test_event_time_from_dt_or_t():
 def test_decode_value_matches_file_decode(case):
     """The Kafka payload path gives the file path's rows without the lineage pair."""
     rows = decoded_rows(case)
-    values = decode_value(vector(case), {})
+    values = decode_value(vector(case), InlongOptions())
     assert values == [{name: row[name] for name in VALUE_COLUMNS} for row in rows]
 
 

@@ -8,6 +8,7 @@ own tests; this one pins the glue's row, error and accounting rules.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pyarrow as pa
@@ -16,24 +17,33 @@ import pytest
 from wirecodecs import DecodeError, FileAccounting, Quarantined, UnknownFormatError
 from wirecodecs.kafka import encoder as enc
 from wirecodecs.kafka.carrier import ENVELOPE_FIELDS, carrying
+from wirecodecs.kafka.options import KafkaOptions
+from wirecodecs.options import Options, resolve
 from wirecodecs.registry import PayloadCodec, WireFormat, source_format
 from wirecodecs.rows import lineage_fields
 
 SCHEMA = pa.schema([*lineage_fields(None), pa.field("text", pa.string())])
 
 
-def _decode_value(value: bytes, options) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class CountedOptions(Options):
+    FORMAT = "counted"
+
+    suffix: str = ""
+
+
+def _decode_value(value: bytes, options: CountedOptions) -> list[dict]:
     count, sep, text = value.decode().partition(":")
     if not sep or not count.isdigit():
         raise DecodeError("counted", "no_count", "expected <count>:<text>", offset=0)
-    return [{"event_time": None, "text": f"{text}{options['suffix']}"}] * int(count)
+    return [{"event_time": None, "text": f"{text}{options.suffix}"}] * int(count)
 
 
 COUNTED = WireFormat(
     "counted",
     SCHEMA,
     decode=lambda *args: iter(()),
-    options={"suffix": ""},
+    options=CountedOptions,
     payload=PayloadCodec(_decode_value),
 )
 
@@ -68,7 +78,8 @@ def _segment(*batches: list[bytes | None], control_after: int | None = None):
 def _run(data: bytes, **options):
     fmt = carrying(COUNTED)
     accounting = FileAccounting(source="logs/orders-3/0.log", format=fmt.name)
-    items = list(fmt.decode(io.BytesIO(data), accounting.source, accounting, options))
+    resolved = resolve(fmt, options)
+    items = list(fmt.decode(io.BytesIO(data), accounting.source, accounting, resolved))
     rows = [row for item in items if isinstance(item, pa.RecordBatch) for row in item.to_pylist()]
     bad = [item for item in items if isinstance(item, Quarantined)]
     return fmt, accounting, rows, bad
@@ -76,7 +87,7 @@ def _run(data: bytes, **options):
 
 def test_each_value_becomes_its_rows_with_the_envelope_appended():
     data, starts = _segment([b"2:a", b"0:none", None], [b"1:b"], control_after=0)
-    fmt, accounting, rows, bad = _run(data, suffix="!")
+    fmt, accounting, rows, bad = _run(data, counted={"suffix": "!"})
     assert fmt.name == "kafka+counted"
     assert fmt.schema.names == SCHEMA.names + [field.name for field in ENVELOPE_FIELDS]
     assert bad == []
@@ -120,9 +131,16 @@ def test_a_bad_kafka_entry_stays_a_quarantined_frame():
 
 def test_options_go_to_their_own_decoder():
     fmt = carrying(COUNTED)
-    assert fmt.options["suffix"] == "" and "max_frame_bytes" in fmt.options
-    _, _, rows, _ = _run(_segment([b"1:x"])[0], suffix="?", batch_rows=10)
+    assert fmt.options == {"kafka": KafkaOptions, "counted": CountedOptions}
+    _, _, rows, _ = _run(_segment([b"1:x"])[0], counted={"suffix": "?"}, kafka={"batch_rows": 10})
     assert rows[0]["text"] == "x?"
+
+
+def test_an_envelope_and_a_payload_option_of_one_name_are_both_set():
+    options = resolve(source_format("kafka", "hercules"), {
+        "kafka": {"batch_rows": 10}, "hercules": {"batch_rows": 20},
+    })  # fmt: skip
+    assert (options["kafka"].batch_rows, options["hercules"].batch_rows) == (10, 20)
 
 
 def test_unknown_payloads_and_envelopes_are_named():

@@ -31,7 +31,7 @@ MANIFEST = json.loads((KAFKA_DATA / "MANIFEST.json").read_text())
 SEGMENT_DIR = "segment_dir/orders-0"
 SEGMENTS = [f"{SEGMENT_DIR}/{base}.log" for base in MANIFEST["segment_dir"]]
 CASES = [*MANIFEST["files"], *SEGMENTS]
-MAX_FRAME_BYTES = KAFKA.options["max_frame_bytes"]
+MAX_FRAME_BYTES = KAFKA.options().max_frame_bytes
 
 TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time", None: None}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

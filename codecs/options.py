@@ -49,6 +49,7 @@ class Options:
 
     @classmethod
     def names(cls) -> list[str]:
+        """The option names (the fields, not class settings such as FORMAT)."""
         return [field.name for field in dataclasses.fields(cls)]
 
     def check(self) -> None:

@@ -21,10 +21,11 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.decoder import decode as decode_kafka
 from wirecodecs.kafka.index import split
+from wirecodecs.kafka.layout import is_data_file
 from wirecodecs.kafka.options import KafkaOptions
 from wirecodecs.options import Options
 from wirecodecs.registry import WireFormat
@@ -97,19 +98,17 @@ def carrying(payload: WireFormat) -> WireFormat:
         schema,
         decode,
         {"kafka": KafkaOptions, payload.name: payload.options},
+        data_file=is_data_file,  # segments only, like plain Kafka: not their index files
         split=split,  # cut where the segment's index says, like plain Kafka
     )
 
 
 def _quarantine_value(record: dict, payload: str, err: DecodeError) -> Quarantined:
-    value = record["value"]
-    return Quarantined(
-        source=record["source_file"],
-        byte_offset=record["byte_offset"],
-        length=len(value),
-        kind=f"payload_{err.kind}",
-        detail=f"{payload} message in kafka offset {record['offset']}"
-        + (f", at byte {err.offset} of the value" if err.offset is not None else "")
-        + f": {err.detail}",
-        head=value[:HEAD_BYTES],
+    where = f", at byte {err.offset} of the value" if err.offset is not None else ""
+    return Quarantined.from_frame(
+        record["source_file"],
+        record["byte_offset"],
+        record["value"],
+        f"payload_{err.kind}",
+        f"{payload} message in kafka offset {record['offset']}{where}: {err.detail}",
     )

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.columns import RowBuffer, Run
@@ -100,9 +100,7 @@ def decode(
                 yield _quarantine_entry(entry, start, source, accounting, err)
                 continue
             last_offset = last_offset_of(entry)
-            accounting.bytes_decoded += total
-            accounting.frames_good += 1
-            accounting.records_good += run.rows
+            accounting.count_good(total, records=run.rows)
             rows.add(run)
             if rows.full:
                 yield from rows.flush()
@@ -190,16 +188,9 @@ def _implausible_header(head: memoryview, last_offset: int | None) -> str | None
 def _quarantine_entry(
     entry: memoryview, start: int, source: str, accounting: FileAccounting, err: DecodeError
 ) -> Quarantined:
-    accounting.bytes_quarantined += len(entry)
-    accounting.frames_bad += 1
-    accounting.records_bad += _declared_records(entry)
-    return Quarantined(
-        source,
-        start,
-        len(entry),
-        err.kind,
-        f"magic {magic_of(entry)}: {err.detail}",
-        bytes(entry[:HEAD_BYTES]),
+    accounting.count_bad(len(entry), records_lost=_declared_records(entry))
+    return Quarantined.from_frame(
+        source, start, entry, err.kind, f"magic {magic_of(entry)}: {err.detail}"
     )
 
 

@@ -147,3 +147,20 @@ def test_unknown_payloads_and_envelopes_are_named():
     with pytest.raises(UnknownFormatError, match="unknown payload 'avro9' for envelope 'kafka'"):
         source_format("kafka", "avro9")
     assert source_format("kafka", "raw").name == "kafka"
+
+
+@pytest.mark.parametrize("payload", ["hercules", "inlong"])
+@pytest.mark.parametrize(
+    ("path", "holds_entries"),
+    [
+        ("orders-0/00000000000000000000.log", True),
+        ("orders-0/00000000000000000000.index", False),
+        ("orders-0/00000000000000000000.timeindex", False),
+        ("orders-0/leader-epoch-checkpoint", False),
+        ("orders-0-delete/00000000000000000000.log", False),
+    ],
+)
+def test_carried_formats_leave_out_the_segments_companions(payload, path, holds_entries):
+    """A partition folder of Kafka-borne messages holds the same index and checkpoint files
+    as any other: they are not decoded (nor counted as garbage) whatever the payload."""
+    assert source_format("kafka", payload).data_file(path) is holds_entries

@@ -1,6 +1,6 @@
 """Shared primitives: varints, checksums, bounded decompression and the stream window.
 
-Expected values come from the specs (kafka.md §0, §3), from Java's documented behaviour,
+Expected values come from the specs (docs/kafka.md §2.1, §2.9), from Java's documented behaviour,
 or from independent implementations (kafka-python's varint encoder, the gzip/zstd/lz4/
 snappy compressors), never from the code under test.
 """
@@ -150,7 +150,7 @@ PAYLOAD = b"".join(b"record %06d payload\n" % i for i in range(5000))  # ~100 KB
 
 
 def xerial(*blocks: bytes, header: bytes = b"\x82SNAPPY\x00" + bytes.fromhex("0000000100000001")):
-    """snappy-java's stream: header, then int32 length + raw block per chunk (spec §3.2)."""
+    """snappy-java's stream: header, then int32 length + raw block per chunk (kafka.md §2.9)."""
     out = [header]
     for block in blocks:
         raw = bytes(cramjam.snappy.compress_raw(block))
@@ -229,7 +229,7 @@ def test_lz4_magic0_broken_header_checksum():
 
 def test_lz4_kafka_header_without_content_size():
     frame = bytearray(lz4.frame.compress(b"hello", store_size=False, block_linked=False))
-    assert frame[4:7] == bytes.fromhex("604082")  # what Java Kafka writes (spec §3.3)
+    assert frame[4:7] == bytes.fromhex("604082")  # what Java Kafka writes (docs/kafka.md §2.9)
     frame[6] = 0x1A
     assert decompress("lz4", bytes(frame), MIB, legacy_lz4=True) == b"hello"
 

@@ -130,9 +130,9 @@ def test_a_files_ranges_add_up_to_its_accounting():
 
 
 def kafka_index(log: bytes, interval: int) -> bytes:
-    """The offset index LogSegment.append writes for `log` (kafka.md §5.3): after more than
+    """The offset index LogSegment.append writes for `log` (docs/kafka.md §2.10): after more than
     `interval` bytes since the last entry, (batch last offset - base, position), the
-    entries walked by their size fields (§1) and the last offset read from the batch."""
+    entries walked by their size fields (§2.2) and the last offset read from the batch."""
     entries, since, position = [], 0, 0
     while position + 12 <= len(log):
         base, size = struct.unpack_from(">qi", log, position)

@@ -28,7 +28,7 @@ VALID = sorted(
     for path in DATA.iterdir()
     if path.suffix == ".bin" and not path.name.startswith("corrupt_")
 )
-README_SAMPLE = bytes.fromhex(  # spec §6, typed in from the spec, byte for byte
+README_SAMPLE = bytes.fromhex(  # the reference's own example event, typed in byte for byte
     "01"
     "0036462afd9ef800"
     "1120380063fd11e883e23a587d902000"

@@ -33,7 +33,8 @@ def ms(*args) -> int:
 
 
 def test_mutf8_nul_and_supplementary_characters():
-    # spec section 1: U+0000 is C0 80, U+1F600 two 3-byte surrogates
+    # Java's modified UTF-8 (docs/inlong.md, V0-V3 blocks): U+0000 is C0 80, U+1F600 two
+    # 3-byte surrogates
     assert mutf8(b"a\xc0\x80b", "x") == "a\0b"
     assert mutf8(b"\xed\xa0\xbd\xed\xb8\x80", "x") == "\U0001f600"
     assert mutf8("中文".encode(), "x") == "中文"

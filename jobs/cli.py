@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
@@ -86,11 +87,14 @@ def own_session(app_name: str) -> Iterator[Callable[[], SparkSession]]:
                 starting.result().stop()
 
 
+Args = TypeVar("Args")  # a job's resolved arguments: anything with `source` and `date`
+
+
 def run_job(
     name: str,
-    args: argparse.Namespace,
+    args: Args,
     spark: SparkSession | None,
-    run: Callable[[SparkSession, argparse.Namespace], dict],
+    run: Callable[[SparkSession, Args], dict],
     prepare: Callable[[], object] = lambda: None,
 ) -> dict | None:
     """`prepare()`, then `run(spark, args)` in the given session, or in its own one that it

@@ -66,7 +66,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return resolve_suite(parser, parser.parse_args(argv))
 
 
-def resolve_suite(parser: argparse.ArgumentParser, args: argparse.Namespace):
+def resolve_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
     """`args` with the suite's spec, its parameters and the table it reads; an unknown
     suite or parameter is a usage error. It imports Great Expectations (about 3 s), so
     `main` runs it while Spark starts."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
+from wirecodecs.errors import DecodeError
 from wirecodecs.options import Declared, Options, Resolved
 
 
@@ -28,17 +29,27 @@ class TableRows:
 
 Decoded = pa.RecordBatch | Quarantined | TableRows
 DecodeFn = Callable[[BinaryIO, str, FileAccounting, Resolved], Iterator[Decoded]]
-DecodeValueFn = Callable[[bytes, Options], list[dict]]
+
+
+class CarriedRows(NamedTuple):
+    """The rows of a run of carried messages, in columns (`PayloadCodec.decode_values`)."""
+
+    batch: pa.RecordBatch  # the format's columns less the lineage pair, in message order
+    value_index: pa.Int32Array  # per row: the index of the message it came from
+    errors: list[tuple[int, DecodeError]]  # rejected messages by index, ascending
+
+
+DecodeValuesFn = Callable[[pa.BinaryArray, Options], CarriedRows]
 
 
 @dataclass(frozen=True)
 class PayloadCodec:
-    """How a format decodes one message carried inside another format's frame (a Kafka
-    record value): `decode_value(value, options)` returns its rows as dicts keyed by the
-    format's column names, lineage pair (source_file, byte_offset) left out, or raises
-    DecodeError."""
+    """How a format decodes the messages carried inside another format's frames (the
+    values of a run of Kafka records, none null): `decode_values(values, options)` decodes
+    them all at once, so that rows are built in columns, and names each message that
+    does not read on its own."""
 
-    decode_value: DecodeValueFn
+    decode_values: DecodeValuesFn
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Vostok Hercules events: gate batches, event streams, stream-read responses, and single
 events carried as Kafka record values (payload codec)."""
 
-from wirecodecs.hercules.decoder import decode, decode_value
+from wirecodecs.hercules.decoder import decode
 from wirecodecs.hercules.options import HerculesOptions
+from wirecodecs.hercules.payload import decode_values
 from wirecodecs.hercules.schema import HERCULES_SCHEMA
 from wirecodecs.registry import PayloadCodec, WireFormat
 
@@ -11,7 +12,7 @@ HERCULES = WireFormat(
     HERCULES_SCHEMA,
     decode,
     HerculesOptions,
-    payload=PayloadCodec(decode_value=decode_value),
+    payload=PayloadCodec(decode_values=decode_values),
 )
 
 __all__ = ["HERCULES"]

@@ -1,10 +1,10 @@
 """Kafka segments whose record values are another format's messages (envelope + payload).
 
 `carrying(payload)` is the format of a source declared as envelope ``kafka`` with that
-payload: the Kafka decoder cuts and checks the log entries, then every record value goes
-through the payload format's `PayloadCodec.decode_value`. A row is the payload's row,
-lineage pair pointing at the Kafka entry, with the record's place in the log appended
-(`ENVELOPE_FIELDS`).
+payload: the Kafka decoder cuts and checks the log entries, then the record values of each
+Kafka batch go together through the payload format's `PayloadCodec.decode_values`, which
+returns their rows in columns. A row is the payload's row, lineage pair pointing at the
+Kafka entry, with the record's place in the log appended (`ENVELOPE_FIELDS`).
 
 Which records carry a message: control records (transaction markers) and null values
 (tombstones) are part of the log, not messages, so they make no row and no error. A value
@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.errors import DecodeError
@@ -28,7 +29,7 @@ from wirecodecs.kafka.index import split
 from wirecodecs.kafka.layout import is_data_file
 from wirecodecs.kafka.options import KafkaOptions
 from wirecodecs.options import Options
-from wirecodecs.registry import WireFormat
+from wirecodecs.registry import CarriedRows, WireFormat
 from wirecodecs.rows import in_batches
 
 ENVELOPE_FIELDS = [
@@ -56,7 +57,7 @@ def carrying(payload: WireFormat) -> WireFormat:
     with a `PayloadCodec`, as `registry.source_format` checks). Its options are the two
     formats', each under its format's name (`wirecodecs.options`)."""
     schema = pa.schema(list(payload.schema) + ENVELOPE_FIELDS)
-    decode_value = payload.payload.decode_value
+    decode_values = payload.payload.decode_values
 
     def decode(
         stream: BinaryIO, source: str, accounting: FileAccounting, options: Mapping[str, Options]
@@ -67,29 +68,18 @@ def carrying(payload: WireFormat) -> WireFormat:
             if isinstance(item, Quarantined):
                 yield item
                 continue
-            rows: list[dict] = []
-            for record in item.select(_READ).to_pylist():
-                value = record["value"]
-                if record["is_control"] or value is None:
-                    continue
-                try:
-                    decoded = decode_value(value, payload_options)
-                except DecodeError as err:
-                    accounting.payloads_bad += 1
-                    yield _quarantine_value(record, payload.name, err)
-                    continue
-                accounting.payloads_good += 1
-                envelope = {column: record[name] for name, column in _FROM_KAFKA.items()}
-                lineage = {
-                    "source_file": record["source_file"],
-                    "byte_offset": record["byte_offset"],
-                }
-                rows.extend({**row, **lineage, **envelope} for row in decoded)
-            if rows:  # a value may carry several messages: more rows than records
-                rows_written += len(rows)
-                yield from in_batches(
-                    pa.RecordBatch.from_pylist(rows, schema=schema), kafka_options.batch_rows
-                )
+            records = _carrying_messages(item)
+            if not records.num_rows:
+                continue
+            carried = decode_values(records["value"], payload_options)
+            for index, err in carried.errors:
+                yield _quarantine_value(records.slice(index, 1).to_pylist()[0], payload.name, err)
+            accounting.payloads_bad += len(carried.errors)
+            accounting.payloads_good += records.num_rows - len(carried.errors)
+            if carried.batch.num_rows:  # a value may carry several messages: more rows than records
+                rows_written += carried.batch.num_rows
+                rows = _with_envelope(carried, records, schema)
+                yield from in_batches(rows, kafka_options.batch_rows)
         accounting.records_bad += accounting.payloads_bad
         accounting.records_good = rows_written
 
@@ -101,6 +91,22 @@ def carrying(payload: WireFormat) -> WireFormat:
         data_file=is_data_file,  # segments only, like plain Kafka: not their index files
         split=split,  # cut where the segment's index says, like plain Kafka
     )
+
+
+def _carrying_messages(kafka_rows: pa.RecordBatch) -> pa.RecordBatch:
+    """The records of a Kafka batch that carry a message: neither control records nor
+    null values (tombstones)."""
+    carrying = pc.and_(pc.invert(kafka_rows["is_control"]), pc.is_valid(kafka_rows["value"]))
+    return kafka_rows.select(_READ).filter(carrying)
+
+
+def _with_envelope(carried: CarriedRows, records: pa.RecordBatch, schema: pa.Schema):
+    """The payload's rows with the lineage pair and envelope columns of their records."""
+    envelope = records.take(carried.value_index)
+    columns = {name: envelope[name] for name in ("source_file", "byte_offset")}
+    columns.update(zip(carried.batch.schema.names, carried.batch.columns, strict=True))
+    columns.update((column, envelope[name]) for name, column in _FROM_KAFKA.items())
+    return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
 def _quarantine_value(record: dict, payload: str, err: DecodeError) -> Quarantined:

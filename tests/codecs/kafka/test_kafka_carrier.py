@@ -19,10 +19,11 @@ from wirecodecs.kafka import encoder as enc
 from wirecodecs.kafka.carrier import ENVELOPE_FIELDS, carrying
 from wirecodecs.kafka.options import KafkaOptions
 from wirecodecs.options import Options, resolve
-from wirecodecs.registry import PayloadCodec, WireFormat, source_format
+from wirecodecs.registry import CarriedRows, PayloadCodec, WireFormat, source_format
 from wirecodecs.rows import lineage_fields
 
 SCHEMA = pa.schema([*lineage_fields(None), pa.field("text", pa.string())])
+VALUE_SCHEMA = pa.schema(list(SCHEMA)[2:])  # all but the lineage pair
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,11 +33,20 @@ class CountedOptions(Options):
     suffix: str = ""
 
 
-def _decode_value(value: bytes, options: CountedOptions) -> list[dict]:
-    count, sep, text = value.decode().partition(":")
-    if not sep or not count.isdigit():
-        raise DecodeError("counted", "no_count", "expected <count>:<text>", offset=0)
-    return [{"event_time": None, "text": f"{text}{options.suffix}"}] * int(count)
+def _decode_values(values: pa.BinaryArray, options: CountedOptions) -> CarriedRows:
+    """Each value "<count>:<text>" as `count` rows of that text."""
+    texts, value_index, errors = [], [], []
+    for index, value in enumerate(values.to_pylist()):
+        count, sep, text = value.decode().partition(":")
+        if not sep or not count.isdigit():
+            error = DecodeError("counted", "no_count", "expected <count>:<text>", offset=0)
+            errors.append((index, error))
+            continue
+        texts += [f"{text}{options.suffix}"] * int(count)
+        value_index += [index] * int(count)
+    event_time = pa.nulls(len(texts), SCHEMA.field("event_time").type)
+    batch = pa.RecordBatch.from_arrays([event_time, pa.array(texts)], schema=VALUE_SCHEMA)
+    return CarriedRows(batch, pa.array(value_index, pa.int32()), errors)
 
 
 COUNTED = WireFormat(
@@ -44,7 +54,7 @@ COUNTED = WireFormat(
     SCHEMA,
     decode=lambda *args: iter(()),
     options=CountedOptions,
-    payload=PayloadCodec(_decode_value),
+    payload=PayloadCodec(_decode_values),
 )
 
 

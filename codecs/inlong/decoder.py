@@ -21,11 +21,13 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import UINT32
 from wirecodecs.errors import DecodeError
+from wirecodecs.inlong import compiled
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.options import InlongOptions
@@ -36,7 +38,9 @@ from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
 
 VALUE_COLUMNS = tuple(INLONG_SCHEMA.names[2:])  # all but the lineage pair
-_ROW_COLUMNS = INLONG_SCHEMA.names[1:]  # byte_offset, then VALUE_COLUMNS
+ROW_SCHEMA = pa.schema(list(INLONG_SCHEMA)[1:])  # byte_offset, then VALUE_COLUMNS
+WINDOW_BYTES = 1 << 20  # length-prefixed frames are walked a window of this size at a time
+FRAMES_PER_WALK = 8192  # ... at most this many at a time
 
 
 def item_columns(items: msg.Items) -> dict[str, list]:
@@ -145,12 +149,22 @@ def _walk_whole(
 def _walk_prefixed(
     window: StreamWindow, source: str, accounting: FileAccounting, opts: InlongOptions, rows
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    """`length_prefixed` framing: u32 length, message; repeat to the end of the file."""
+    """`length_prefixed` framing: u32 length, message; repeat to the end of the file. The
+    complete frames of the window go to the compiled walk together; a frame longer than
+    the window is filled in on its own."""
     limit = opts.max_message_bytes
+    frames = np.empty((4, FRAMES_PER_WALK), np.int64)
     while True:
-        available = window.fill(PREFIX.size)
+        available = window.fill(WINDOW_BYTES)
         if available == 0:
             return
+        data = window.peek(available)
+        count, span = compiled.scan_prefixed(np.frombuffer(data, np.uint8), window.offset,
+                                             limit, frames)  # fmt: skip
+        if count:
+            yield from _frames(data, frames, count, PREFIX.size, source, accounting, opts, rows)
+            window.consume(span)
+            continue
         if available < PREFIX.size:
             truncated_tail(window, accounting)
             return
@@ -182,11 +196,53 @@ def _frame(
     rows: _RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Decode the frame of `total` bytes at the window's position (its message starts
-    `skip` bytes in): a bad message comes back quarantined; a good one goes into `rows`
-    a chunk at a time, and the batches that makes room for come back."""
-    start = window.offset
-    frame = window.peek(total)
+    `skip` bytes in), and consume it."""
+    frames = np.array([[skip], [total - skip], [window.offset], [total]], np.int64)
+    yield from _frames(window.peek(total), frames, 1, skip, source, accounting, opts, rows)
     window.consume(total)
+
+
+def _frames(
+    data: memoryview,
+    frames: np.ndarray,
+    count: int,
+    skip: int,
+    source: str,
+    accounting: FileAccounting,
+    opts: InlongOptions,
+    rows: _RowBuffer,
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """Decode the first `count` frames of `data` (`frames`: message start and length in
+    `data`, byte offset, frame bytes; the message starts `skip` bytes into its frame):
+    runs of them by the compiled walk, the others by `message.parse`. A bad message comes
+    back quarantined; rows go into `rows`, and the batches that makes room for come back."""
+    buf = np.frombuffer(data, np.uint8)
+    limits = rows.limits(opts)
+    first = 0
+    while first < count:
+        status, first = rows.walk(buf, frames, first, count, limits, accounting)
+        if status == compiled.FLUSH:
+            yield from rows.flush()
+        elif status == compiled.FALLBACK:
+            at = int(frames[0, first]) - skip
+            frame = data[at : at + int(frames[3, first])]
+            yield from _pure_frame(frame, skip, int(frames[2, first]), source, accounting, opts,
+                                   rows)  # fmt: skip
+            first += 1
+
+
+def _pure_frame(
+    frame: memoryview,
+    skip: int,
+    start: int,
+    source: str,
+    accounting: FileAccounting,
+    opts: InlongOptions,
+    rows: _RowBuffer,
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """One frame at byte `start` by `message.parse`: quarantined if its message is bad,
+    else into `rows` a chunk at a time."""
+    total = len(frame)
     body = frame[skip:]
     try:
         message = msg.parse(body, opts.max_decompressed_bytes, opts.batch_rows)
@@ -201,42 +257,82 @@ def _frame(
 
 
 class _RowBuffer:
-    """Item rows decoded since the last flush, kept as column lists."""
+    """Item rows decoded since the last flush: the compiled walk's `Columns`, and
+    batches of rows from the pure walk (with the compiled rows before them)."""
 
-    def __init__(self, source: str, batch_rows: int) -> None:
+    def __init__(self, source: str | None, batch_rows: int) -> None:
         self.source = source
         self.batch_rows = batch_rows
+        self.columns = compiled.Columns()
         self._reset()
 
     def _reset(self) -> None:
-        self.columns: dict[str, list] = {name: [] for name in _ROW_COLUMNS}
+        self.parts: list[pa.RecordBatch] = []
         self.rows = 0
         self.data_bytes = 0
+
+    def limits(self, opts: InlongOptions) -> np.ndarray:
+        """The compiled walk's limits: batches as `add` cuts them, chunks as `message`."""
+        return np.array([opts.max_decompressed_bytes, self.batch_rows, FLUSH_BYTES,
+                         opts.batch_rows, msg.CHUNK_BYTES], np.int64)  # fmt: skip
+
+    def walk(self, buf, frames, first: int, count: int, limits, accounting: FileAccounting):
+        """Frames `first` .. `count` - 1 by the compiled walk: (status, next frame)."""
+        status, stop = self.columns.walk(buf, frames, first, count, limits, self.rows,
+                                         self.data_bytes)  # fmt: skip
+        walked = self.columns.counts()
+        self.rows, self.data_bytes = walked.buffered_rows, walked.buffered_bytes
+        accounting.bytes_decoded += walked.frame_bytes
+        accounting.frames_good += walked.frames
+        accounting.records_good += walked.items
+        return status, stop
 
     def add(
         self, byte_offset: int, header: msg.Header, items: msg.Items
     ) -> Iterator[pa.RecordBatch]:
-        """Buffer a chunk of a message's items (`header`: the message's), after
-        flushing the rows buffered so far if the chunk would take them past a batch."""
+        """Buffer a chunk of a message's items from the pure walk (`header`: the
+        message's), after flushing the rows buffered so far if the chunk would take them
+        past a batch."""
         count = len(items.bodies)
         if self.rows + count > self.batch_rows or self.data_bytes + items.data_bytes > FLUSH_BYTES:
             yield from self.flush()
-        columns = self.columns
-        columns["byte_offset"].extend([byte_offset] * count)
+        self._seal()
+        columns = {"byte_offset": [byte_offset] * count}
         for name, value in zip(msg.Header._fields, header, strict=True):
-            columns[name].extend([value] * count)
-        for name, column in item_columns(items).items():
-            columns[name].extend(column)
+            columns[name] = [value] * count
+        columns.update(item_columns(items))
+        self.parts.append(
+            pa.RecordBatch.from_arrays(
+                [pa.array(columns[field.name], field.type) for field in ROW_SCHEMA],
+                schema=ROW_SCHEMA,
+            )
+        )
         self.rows += count
         self.data_bytes += items.data_bytes
+
+    def _seal(self) -> None:
+        """The compiled walk's rows so far become a part of the batch."""
+        if self.columns.rows:
+            self.parts.append(pa.RecordBatch.from_arrays(self.columns.arrays(), schema=ROW_SCHEMA))
+            self.columns = compiled.Columns(self.columns.sizes())
+
+    def take(self) -> pa.RecordBatch | None:
+        """The buffered rows as one batch of ROW_SCHEMA, if there are any; empties the
+        buffer."""
+        self._seal()
+        parts = self.parts
+        self._reset()
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         """The buffered rows as one record batch (at most `batch_rows` rows: chunks are no
         longer and `add` flushes before one would overflow), if there are any."""
-        if not self.rows:
+        batch = self.take()
+        if batch is None:
             return
-        columns, rows = self.columns, self.rows
-        self._reset()
-        arrays = [pa.repeat(pa.scalar(self.source, pa.string()), rows)]
-        arrays += [pa.array(columns[field.name], field.type) for field in list(INLONG_SCHEMA)[1:]]
-        yield pa.RecordBatch.from_arrays(arrays, schema=INLONG_SCHEMA)
+        source = pa.repeat(pa.scalar(self.source, pa.string()), batch.num_rows)
+        yield pa.RecordBatch.from_arrays([source, *batch.columns], schema=INLONG_SCHEMA)

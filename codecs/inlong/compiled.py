@@ -1,0 +1,774 @@
+"""The InLongMsg message walk compiled with numba: the fast path of the file decoder and
+of `decode_values`.
+
+One call walks a run of messages (length-prefixed frames of a file window, or Kafka
+record values) over a numpy uint8 view, decompressing snappy blocks itself, and appends
+their items to the numpy buffers of a `Columns`: an int64 row per item (header fields,
+block, item index, body length, attribute row), the bodies back to back, and one
+attribute row per block (its attr string, the entries of its merged map, event time,
+group and stream id), which the items of the block share. Arrow columns are built once
+per flush; an item costs no Python object.
+
+The compiled walk takes the messages every landing is made of: V0-V2 and V4 without
+private attributes, attribute strings in ASCII with at most MAX_ENTRIES entries and no
+`t` attribute, and messages whose items form one chunk (`message.py`, "Memory"). Any
+other message, and any message with an error, is left to the pure walk of `message.py`
+(it stops the call there, `FALLBACK`), which raises the DecodeError with its exact kind,
+offset and detail, or yields the rows. That walk stays the reference: the rarer forms
+(V3 and V4 private attributes, modified UTF-8, Sort's `t` layouts, a message of millions
+of items streamed in chunks) have one implementation only, and the two paths are tested
+for identical output on the same vectors and mutations (tests/codecs/inlong).
+
+Snappy is decompressed here rather than by cramjam so that a run of messages is one
+call: the decoder accepts only what the format allows (every tag in bounds, an offset
+inside the output, the declared length reached exactly) and anything else goes to the
+pure walk, whose cramjam call decides; the output of a valid block is fixed by the
+format.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from wirecodecs.compression import _SNAPPY_MAX_RATIO
+from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+
+MAX_ENTRIES = 64  # attribute entries per block the compiled split takes (duplicate search is n^2)
+_SNAPPY_KEPT = 16 << 20  # a larger decompression buffer is dropped after its walk
+_ATTR_SCRATCH = (1 << 16) + 128  # an attr (u16 length) and the V4 fields written as text
+
+# what a call stopped at (the frame index is in `used[U_NEXT]`)
+DONE = 0
+FLUSH = 1  # the buffered rows must be flushed before this message
+FALLBACK = 2  # this message goes through the pure walk
+_GROW = 3  # a buffer is too small: `used[U_WHICH]` needs `used[U_NEED]`
+
+# row columns (int64 per item)
+(R_OFFSET, R_VERSION, R_CREATE, R_COUNT, R_TYPE, R_GNUM, R_SNUM, R_EXT, R_DTIME, R_UID,
+ R_BLOCK, R_BLOCK_COUNT, R_ITEM, R_COMPRESSED, R_TABLE, R_BODY) = range(16)  # fmt: skip
+_ROW_FIELDS = 16
+_HEADER_FIELDS = 9  # R_VERSION .. R_UID, as `message.Header`
+# attribute rows (int64 per block)
+T_ATTR, T_ENTRIES, T_TIME, T_TIME_OK, T_GROUP, T_STREAM = range(6)
+# buffers a GROW names
+B_ROWS, B_BODY, B_TABLE, B_ATTR, B_ENTRIES, B_KEYS, B_VALUES, B_SNAPPY = range(8)
+# `used`: fill of each buffer (B_ROWS .. B_VALUES), then the walk's state
+(U_BUFFERED_ROWS, U_BUFFERED_BYTES, U_FRAMES, U_RECORDS, U_FRAME_BYTES, U_NEXT, U_WHICH,
+ U_NEED) = range(7, 15)  # fmt: skip
+_USED = 15
+# limits: max_decompressed, batch rows and bytes (flush), chunk rows and bytes
+L_DECOMPRESSED, L_BATCH_ROWS, L_BATCH_BYTES, L_CHUNK_ROWS, L_CHUNK_BYTES = range(5)
+
+_KEY_T = np.frombuffer(b"t", np.uint8)
+_KEY_DT = np.frombuffer(b"dt", np.uint8)
+_KEY_GROUP = np.frombuffer(b"groupId", np.uint8)
+_KEY_BID = np.frombuffer(b"bid", np.uint8)
+_KEY_STREAM = np.frombuffer(b"streamId", np.uint8)
+_KEY_TID = np.frombuffer(b"tid", np.uint8)
+_KEY_CNT = np.frombuffer(b"cnt", np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _be(buf, pos, size):
+    """Big-endian unsigned integer of `size` bytes (8 bytes: two's complement)."""
+    value = np.int64(0)
+    for i in range(size):
+        value = (value << 8) | np.int64(buf[pos + i])
+    return value
+
+
+@njit(cache=True, nogil=True)
+def _i32(buf, pos):
+    value = _be(buf, pos, 4)
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+@njit(cache=True, nogil=True)
+def snappy(src, start, end, out, max_out):
+    """Decompress the raw snappy block `src[start:end]` into `out`: its length, -1 when the
+    block is not clean snappy or declares more than `max_out` (or 22 bytes per input byte:
+    `compression._snappy_block`), or -2 - length when `out` is too small."""
+    declared = np.int64(0)
+    pos = start
+    for shift in range(0, 35, 7):
+        if pos >= end:
+            return -1
+        b = np.int64(src[pos])
+        pos += 1
+        declared |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        if shift == 28:
+            return -1
+    if declared > max_out or declared > (end - start) * _SNAPPY_MAX_RATIO:
+        return -1
+    if declared > out.size:
+        return -2 - declared
+    op = 0
+    while pos < end:
+        tag = np.int64(src[pos])
+        pos += 1
+        kind = tag & 3
+        if kind == 0:  # literal
+            size = tag >> 2
+            if size >= 60:
+                extra = size - 59
+                if extra > end - pos:
+                    return -1
+                size = 0
+                for i in range(extra):
+                    size |= np.int64(src[pos + i]) << (8 * i)
+                pos += extra
+            size += 1
+            if size > end - pos or size > declared - op:
+                return -1
+            out[op : op + size] = src[pos : pos + size]
+            op += size
+            pos += size
+            continue
+        if kind == 1:
+            if pos >= end:
+                return -1
+            size = ((tag >> 2) & 7) + 4
+            offset = ((tag >> 5) << 8) | np.int64(src[pos])
+            pos += 1
+        else:
+            width = 2 if kind == 2 else 4
+            if width > end - pos:
+                return -1
+            size = (tag >> 2) + 1
+            offset = np.int64(0)
+            for i in range(width):
+                offset |= np.int64(src[pos + i]) << (8 * i)
+            pos += width
+        if offset == 0 or offset > op or size > declared - op:
+            return -1
+        if offset >= size:
+            out[op : op + size] = out[op - offset : op - offset + size]
+        else:  # overlapping: the copy repeats the last `offset` bytes
+            for i in range(size):
+                out[op + i] = out[op - offset + i]
+        op += size
+    return op if op == declared else -1
+
+
+@njit(cache=True, nogil=True)
+def _same(text, start, size, key):
+    if size != key.size:
+        return False
+    i = 0
+    while i < size and text[start + i] == key[i]:
+        i += 1
+    return i == size
+
+
+@njit(cache=True, nogil=True)
+def _find(text, entries, count, key):
+    """Index of the entry whose key is `key`, or -1."""
+    for e in range(count):
+        if _same(text, entries[0, e], entries[1, e], key):
+            return e
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _find_entry(text, entries, count, start, size):
+    """Index of the entry whose key is `text[start:start + size]`, or -1."""
+    for e in range(count):
+        if entries[1, e] == size and _same(text, entries[0, e], size, text[start : start + size]):
+            return e
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _split(text, size, strict, entries):
+    """Split the attr `text[:size]` into `entries` (key start, key size, value start, value
+    size): Sort's lenient `splitKv` (a repeated key keeps its place and takes the last
+    value), or with `strict` Guava's splitter as `attributes.split_strict` (entries trimmed
+    of ASCII whitespace; no `=`, a second `=` or a repeated key fail). The entry count, or
+    -1 (fails, or more than MAX_ENTRIES entries)."""
+    count = 0
+    start = 0
+    while start <= size:
+        stop = start
+        while stop < size and text[stop] != 38:  # '&'
+            stop += 1
+        first, last = start, stop
+        if strict:
+            while first < last and (text[first] == 32 or 9 <= text[first] <= 13):
+                first += 1
+            while last > first and (text[last - 1] == 32 or 9 <= text[last - 1] <= 13):
+                last -= 1
+        equals = first
+        while equals < last and text[equals] != 61:  # '='
+            equals += 1
+        value_start = min(equals + 1, last)
+        if strict:
+            if equals == last:
+                return -1
+            for i in range(value_start, last):
+                if text[i] == 61:
+                    return -1
+        if equals > first or last > value_start or strict:
+            e = _find_entry(text, entries, count, first, equals - first)
+            if e >= 0 and strict:
+                return -1
+            if e < 0:
+                if count == MAX_ENTRIES:
+                    return -1
+                e = count
+                count += 1
+                entries[0, e] = first
+                entries[1, e] = equals - first
+            entries[2, e] = value_start
+            entries[3, e] = last - value_start
+        start = stop + 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _set(text, at, entries, count, key, value):
+    """Put `key` = the decimal text of `value` (>= 0) in the entries, the text written at
+    `text[at:]`; returns (entry count, next free text position), count -1 when full."""
+    digits = 1
+    while value >= 10**digits and digits < 19:
+        digits += 1
+    text[at : at + key.size] = key
+    for i in range(digits):
+        text[at + key.size + digits - 1 - i] = 48 + (value // 10**i) % 10
+    e = _find(text, entries, count, key)
+    if e < 0:
+        if count == MAX_ENTRIES:
+            return -1, at
+        e = count
+        count += 1
+        entries[0, e] = at
+        entries[1, e] = key.size
+    entries[2, e] = at + key.size
+    entries[3, e] = digits
+    return count, at + key.size + digits
+
+
+@njit(cache=True, nogil=True)
+def _dt_ms(text, start, size):
+    """`dt` as `attributes.event_time_ms` reads it, when within the event-time range:
+    (ms, True), else (0, False)."""
+    pos = start
+    end = start + size
+    negative = False
+    if pos < end and (text[pos] == 43 or text[pos] == 45):  # '+', '-'
+        negative = text[pos] == 45
+        pos += 1
+    if pos == end:
+        return 0, False
+    value = np.int64(0)
+    huge = False
+    for i in range(pos, end):
+        digit = np.int64(text[i]) - 48
+        if digit < 0 or digit > 9:
+            return 0, False
+        if value < 10**17:
+            value = value * 10 + digit
+        else:
+            huge = True
+    if negative:
+        value = -value
+    if huge or value < EVENT_TIME_MIN_MS or value > EVENT_TIME_MAX_MS:
+        return 0, False
+    return value, True
+
+
+@njit(cache=True, nogil=True)
+def _attr_row(text, size, v4, table, entries_out, keys, values, used, scratch):
+    """The attribute row of a block whose attr is `text[:size]`, appended after `used`:
+    V0-V2 split leniently, V4 (`v4`: its header fields) strictly and merged with
+    DataTime, the numeric ids and MsgCnt as `message._parse_v4` does. Returns its index,
+    -1 for the pure walk, -2 to grow a buffer (named in `used`)."""
+    count = 0
+    if size or v4 is None:
+        count = _split(text, size, v4 is not None, scratch)
+        if count < 0:
+            return -1
+    at = size
+    if v4 is not None:  # DataTime * 1000, the ids unless ExtField bit 2, MsgCnt
+        string_ids = v4[6] & 0x04
+        data_time, group_num, stream_num, msg_count = v4[7], v4[4], v4[5], v4[2]
+        count, at = _set(text, at, scratch, count, _KEY_DT, data_time * 1000)
+        if count >= 0 and not string_ids:
+            count, at = _set(text, at, scratch, count, _KEY_GROUP, group_num)
+            if count >= 0:
+                count, at = _set(text, at, scratch, count, _KEY_STREAM, stream_num)
+        if count >= 0:
+            count, at = _set(text, at, scratch, count, _KEY_CNT, msg_count)
+        if count < 0:
+            return -1
+    if _find(text, scratch, count, _KEY_T) >= 0:  # Sort's t layouts: the pure walk
+        return -1
+    row = used[B_TABLE]
+    entry = used[B_ENTRIES]
+    if row >= table.shape[1]:
+        return _need(used, B_TABLE, row + 1)
+    if entry + count > entries_out.shape[1]:
+        return _need(used, B_ENTRIES, entry + count)
+    if used[B_ATTR] + size > keys[0].size:
+        return _need(used, B_ATTR, used[B_ATTR] + size)
+    key_bytes = used[B_KEYS]
+    value_bytes = used[B_VALUES]
+    for e in range(count):
+        key_bytes += scratch[1, e]
+        value_bytes += scratch[3, e]
+    if key_bytes > keys[1].size:
+        return _need(used, B_KEYS, key_bytes)
+    if value_bytes > values.size:
+        return _need(used, B_VALUES, value_bytes)
+    attr_at = used[B_ATTR]
+    keys[0][attr_at : attr_at + size] = text[:size]
+    key_at = used[B_KEYS]
+    value_at = used[B_VALUES]
+    for e in range(count):
+        k0, k, v0, v = scratch[0, e], scratch[1, e], scratch[2, e], scratch[3, e]
+        keys[1][key_at : key_at + k] = text[k0 : k0 + k]
+        values[value_at : value_at + v] = text[v0 : v0 + v]
+        entries_out[0, entry + e] = k
+        entries_out[1, entry + e] = v
+        key_at += k
+        value_at += v
+    table[T_ATTR, row] = size
+    table[T_ENTRIES, row] = count
+    time = _find(text, scratch, count, _KEY_DT)
+    table[T_TIME_OK, row] = 0
+    if time >= 0:
+        ms, ok = _dt_ms(text, scratch[2, time], scratch[3, time])
+        table[T_TIME, row] = ms * 1000
+        table[T_TIME_OK, row] = ok
+    group = _find(text, scratch, count, _KEY_GROUP)
+    if group < 0:
+        group = _find(text, scratch, count, _KEY_BID)
+    stream = _find(text, scratch, count, _KEY_STREAM)
+    if stream < 0:
+        stream = _find(text, scratch, count, _KEY_TID)
+    table[T_GROUP, row] = entry + group if group >= 0 else -1
+    table[T_STREAM, row] = entry + stream if stream >= 0 else -1
+    used[B_TABLE] = row + 1
+    used[B_ENTRIES] = entry + count
+    used[B_ATTR] = attr_at + size
+    used[B_KEYS] = key_at
+    used[B_VALUES] = value_at
+    return row
+
+
+@njit(cache=True, nogil=True)
+def _need(used, which, size):
+    used[U_WHICH] = which
+    used[U_NEED] = size
+    return -2
+
+
+@njit(cache=True, nogil=True)
+def _items(data, start, end, limit, span, header, block, block_count, compressed, attr_row,
+           first, rows, body, used):  # fmt: skip
+    """Append the items `(ItemLen, ItemData)*` filling `data[start:end]` exactly as rows
+    after `used`, if they make one chunk as `message._item_chunks` cuts them (at most
+    `limit`, no item after the first `span` bytes): (items, bytes of bodies), or items -1
+    (not clean items, or more than one chunk: found before the rest is walked) or -2 (a
+    buffer to grow, set in `used`)."""
+    row = used[B_ROWS]
+    at = used[B_BODY]
+    pos = start
+    count = 0
+    while pos < end:
+        if count == limit or (count and pos - start >= span) or end - pos < 4:
+            return -1, 0
+        size = _i32(data, pos)
+        pos += 4
+        if size < 0 or size > end - pos:
+            return -1, 0
+        if row + count >= rows.shape[1]:
+            return _need(used, B_ROWS, row + count + 1), 0
+        if at + size > body.size:
+            return _need(used, B_BODY, at + size), 0
+        r = row + count
+        rows[R_VERSION : R_VERSION + _HEADER_FIELDS, r] = header
+        rows[R_BLOCK, r] = block
+        rows[R_BLOCK_COUNT, r] = block_count
+        rows[R_ITEM, r] = first + count
+        rows[R_COMPRESSED, r] = compressed
+        rows[R_TABLE, r] = attr_row
+        rows[R_BODY, r] = size
+        body[at : at + size] = data[pos : pos + size]
+        at += size
+        pos += size
+        count += 1
+    bodies = at - used[B_BODY]
+    used[B_ROWS] = row + count
+    used[B_BODY] = at
+    return count, bodies
+
+
+@njit(cache=True, nogil=True)
+def _block(buf, at, size, attr_at, attr_len, v4, header, block, block_count, compressed,
+           first, limits, rows, body, table, entries, keys, values, used, text, scratch,
+           snappy_out):  # fmt: skip
+    """One block (V4, `v4` its header: the body) appended: (items, data bytes of its
+    chunk), items -1 for the pure walk (an error, or more than one chunk), -2 to grow a
+    buffer."""
+    if attr_len > 0:
+        text[:attr_len] = buf[attr_at : attr_at + attr_len]
+        for i in range(attr_len):
+            if text[i] >= 0x80:  # modified UTF-8 / UTF-8 beyond ASCII: the pure walk
+                return -1, 0
+    attr_row = _attr_row(text, attr_len, v4, table, entries, keys, values, used, scratch)
+    if attr_row < 0:
+        return attr_row, 0
+    # one chunk, as `message._Block.chunks` cuts it (ITEM_LIST: weight 1), and no more
+    # items than the message's chunk has room for
+    span = limits[L_CHUNK_BYTES]
+    limit = min(max(1, min(limits[L_CHUNK_ROWS], span // (attr_len + 1))),
+                limits[L_CHUNK_ROWS] - first)  # fmt: skip
+    if compressed:
+        got = snappy(buf, at, at + size, snappy_out, limits[L_DECOMPRESSED])
+        if got == -1:
+            return -1, 0
+        if got < -1:
+            return _need(used, B_SNAPPY, -2 - got), 0
+        count, bodies = _items(snappy_out, 0, got, limit, span, header, block, block_count,
+                               True, attr_row, first, rows, body, used)  # fmt: skip
+    else:
+        count, bodies = _items(buf, at, at + size, limit, span, header, block, block_count,
+                               False, attr_row, first, rows, body, used)  # fmt: skip
+    if count < 0:
+        return count, 0
+    return count, bodies + count * attr_len
+
+
+@njit(cache=True, nogil=True)
+def _message(buf, start, length, limits, rows, body, table, entries, keys, values, used,
+             text, scratch, snappy_out):  # fmt: skip
+    """Append one message's items and attribute rows after `used` (not committed):
+    (items, data bytes), items -1 for the pure walk, -2 to grow a buffer."""
+    end = start + length - 2  # the blocks end before the back magic
+    if length < 4 or buf[start] != 0x0F or buf[start + 1] > 4:
+        return -1, 0
+    if buf[end] != 0x0F or buf[end + 1] != buf[start + 1]:
+        return -1, 0
+    version = np.int64(buf[start + 1])
+    header = np.zeros(_HEADER_FIELDS, np.int64)
+    header[0] = version
+    pos = start + 2
+    if version == 4:
+        if end - pos < 25:
+            return -1, 0
+        header[1] = _be(buf, pos + 11, 4) * 1000  # create_time_ms = DataTime * 1000
+        header[2] = _be(buf, pos + 15, 2)  # MsgCnt
+        header[3] = _be(buf, pos + 4, 1)  # MsgType
+        header[4] = _be(buf, pos + 5, 2)
+        header[5] = _be(buf, pos + 7, 2)
+        ext = _be(buf, pos + 9, 2)
+        header[6] = ext
+        header[7] = _be(buf, pos + 11, 4)
+        header[8] = _be(buf, pos + 17, 4)
+        body_len = _i32(buf, pos + 21)
+        pos += 25
+        if body_len < 0 or body_len > end - pos or ext & 0x01:  # private attrs: pure walk
+            return -1, 0
+        body_at = pos
+        pos += body_len
+        if end - pos < 2:
+            return -1, 0
+        attr_len = _be(buf, pos, 2)
+        if attr_len + 2 > end - pos - 2:  # the Attr, then the inner magic
+            return -1, 0
+        return _block(buf, body_at, body_len, pos + 2, attr_len, header, header, -1, -1,
+                      header[3] >> 5 == 1, 0, limits, rows, body, table, entries, keys, values,
+                      used, text, scratch, snappy_out)  # fmt: skip
+    if version == 3:  # record lists with private attributes: the pure walk
+        return -1, 0
+    head = 4 + (8 if version else 0) + (4 if version == 2 else 0)
+    if end - pos < head:
+        return -1, 0
+    if version:
+        header[1] = _be(buf, pos, 8)
+    if version == 2:
+        header[2] = _i32(buf, pos + 8)
+    attr_count = _i32(buf, pos + head - 4)
+    pos += head
+    if attr_count < 0:
+        return -1, 0
+    items = 0
+    data_bytes = 0
+    block_head = 9 if version == 2 else 5
+    for index in range(attr_count):
+        if end - pos < 2:
+            return -1, 0
+        attr_len = _be(buf, pos, 2)
+        attr_at = pos + 2
+        pos = attr_at + attr_len
+        if end - pos < block_head or attr_len > end - attr_at:
+            return -1, 0
+        block_count = _i32(buf, pos) if version == 2 else -1
+        pos += block_head - 5
+        items_len = _i32(buf, pos)
+        flag = buf[pos + 4]
+        pos += 5
+        if items_len < 1 or items_len - 1 > end - pos:
+            return -1, 0
+        count, size = _block(buf, pos, items_len - 1, attr_at, attr_len, None, header,
+                             index, block_count, flag == 1, items, limits, rows, body, table,
+                             entries, keys, values, used, text, scratch, snappy_out)  # fmt: skip
+        if count < 0:
+            return count, 0
+        items += count
+        data_bytes += size
+        pos += items_len - 1
+    return items, data_bytes
+
+
+@njit(cache=True, nogil=True)
+def walk(buf, frames, first, count, limits, rows, body, table, entries, keys, values, used,
+         text, scratch, snappy_out):  # fmt: skip
+    """Append the messages of frames `first` .. `count` - 1 (`frames`: message start and
+    length in `buf`, byte offset, frame bytes) until one needs the pure walk (FALLBACK),
+    the buffered rows a flush first (FLUSH), or a buffer more room (`_GROW`); the frame it
+    stopped at goes in `used[U_NEXT]`. Committed messages count in `used` (frames, items,
+    frame bytes) and in its buffered rows and bytes, which it takes for the batch bounds."""
+    for f in range(first, count):
+        used[U_NEXT] = f
+        mark = used[:U_BUFFERED_ROWS].copy()
+        items, data_bytes = _message(buf, frames[0, f], frames[1, f], limits, rows, body, table,
+                                     entries, keys, values, used, text, scratch,
+                                     snappy_out)  # fmt: skip
+        if items < 0:
+            used[:U_BUFFERED_ROWS] = mark
+            return FALLBACK if items == -1 else _GROW
+        if items > limits[L_CHUNK_ROWS] or data_bytes > limits[L_CHUNK_BYTES]:
+            used[:U_BUFFERED_ROWS] = mark  # more than one chunk: streamed by the pure walk
+            return FALLBACK
+        if (
+            items
+            and used[U_BUFFERED_ROWS]
+            and (
+                used[U_BUFFERED_ROWS] + items > limits[L_BATCH_ROWS]
+                or used[U_BUFFERED_BYTES] + data_bytes > limits[L_BATCH_BYTES]
+            )
+        ):
+            used[:U_BUFFERED_ROWS] = mark
+            return FLUSH
+        rows[R_OFFSET, mark[B_ROWS] : used[B_ROWS]] = frames[2, f]
+        used[U_BUFFERED_ROWS] += items
+        used[U_BUFFERED_BYTES] += data_bytes
+        used[U_FRAMES] += 1
+        used[U_RECORDS] += items
+        used[U_FRAME_BYTES] += frames[3, f]
+    used[U_NEXT] = count
+    return DONE
+
+
+@njit(cache=True, nogil=True)
+def scan_prefixed(buf, base, limit, frames):
+    """The complete frames (u32 length, message) at the start of `buf` whose length is at
+    most `limit`, as `walk` takes them (byte offsets from `base`), at most as many as
+    `frames` holds: (count, bytes they span)."""
+    pos = 0
+    n = 0
+    while n < frames.shape[1] and buf.size - pos >= 4:
+        length = _be(buf, pos, 4)
+        if length > limit or length > buf.size - pos - 4:
+            break
+        frames[0, n] = pos + 4
+        frames[1, n] = length
+        frames[2, n] = base + pos
+        frames[3, n] = length + 4
+        pos += length + 4
+        n += 1
+    return n, pos
+
+
+class Walked(NamedTuple):
+    """The row buffer's rows and bytes after a `Columns.walk`, and what its committed
+    messages add to the accounting."""
+
+    buffered_rows: int
+    buffered_bytes: int
+    frames: int
+    items: int
+    frame_bytes: int
+
+
+class Columns:
+    """Messages walked since the last flush, in growable numpy buffers from which the
+    columns are built once (`arrays`). The Arrow arrays share these buffers: after a
+    flush, start a new `Columns` (`sizes` carries the last one's, to grow less)."""
+
+    def __init__(
+        self, sizes: tuple[int, ...] = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
+    ):
+        rows, body, table, attr, entries, key_bytes, value_bytes = sizes
+        self._rows = np.empty((_ROW_FIELDS, rows), np.int64)
+        self._body = np.empty(body, np.uint8)
+        self._table = np.empty((6, table), np.int64)
+        self._entries = np.empty((2, entries), np.int64)
+        self._keys = (np.empty(attr, np.uint8), np.empty(key_bytes, np.uint8))  # attrs, keys
+        self._values = np.empty(value_bytes, np.uint8)
+        self._used = np.zeros(_USED, np.int64)
+        self._text = np.empty(_ATTR_SCRATCH, np.uint8)
+        self._scratch = np.empty((4, MAX_ENTRIES), np.int64)
+        self._snappy = np.empty(1 << 16, np.uint8)
+
+    @property
+    def rows(self) -> int:
+        return int(self._used[B_ROWS])
+
+    def sizes(self) -> tuple[int, ...]:
+        return (self._rows.shape[1], self._body.size, self._table.shape[1], self._keys[0].size,
+                self._entries.shape[1], self._keys[1].size, self._values.size)  # fmt: skip
+
+    def walk(
+        self,
+        buf: np.ndarray,
+        frames: np.ndarray,
+        first: int,
+        count: int,
+        limits: np.ndarray,
+        buffered_rows: int,
+        buffered_bytes: int,
+    ) -> tuple[int, int]:
+        """Walk frames `first` .. `count` - 1 (compiled `walk`): (status, frame it stopped
+        at). `counts()` then gives what the committed messages add."""
+        used = self._used
+        used[U_BUFFERED_ROWS] = buffered_rows
+        used[U_BUFFERED_BYTES] = buffered_bytes
+        used[U_FRAMES : U_FRAME_BYTES + 1] = 0
+        try:
+            while True:
+                status = walk(buf, frames, first, count, limits, self._rows, self._body,
+                              self._table, self._entries, self._keys, self._values, used,
+                              self._text, self._scratch, self._snappy)  # fmt: skip
+                if status != _GROW:
+                    return status, int(used[U_NEXT])
+                first = int(used[U_NEXT])
+                self._grow(int(used[U_WHICH]), int(used[U_NEED]))
+        finally:
+            if self._snappy.size > _SNAPPY_KEPT:  # a bomb-sized block is not kept
+                self._snappy = np.empty(_SNAPPY_KEPT, np.uint8)
+
+    def counts(self) -> Walked:
+        """What the messages committed by the last `walk` add."""
+        used = self._used.tolist()
+        return Walked(*used[U_BUFFERED_ROWS : U_FRAME_BYTES + 1])
+
+    def _grow(self, which: int, need: int) -> None:
+        used = self._used
+        if which == B_ROWS:
+            self._rows = _enlarged(self._rows, used[B_ROWS], need)
+        elif which == B_BODY:
+            self._body = _enlarged(self._body, used[B_BODY], need)
+        elif which == B_TABLE:
+            self._table = _enlarged(self._table, used[B_TABLE], need)
+        elif which == B_ENTRIES:
+            self._entries = _enlarged(self._entries, used[B_ENTRIES], need)
+        elif which == B_ATTR:
+            self._keys = (_enlarged(self._keys[0], used[B_ATTR], need), self._keys[1])
+        elif which == B_KEYS:
+            self._keys = (self._keys[0], _enlarged(self._keys[1], used[B_KEYS], need))
+        elif which == B_VALUES:
+            self._values = _enlarged(self._values, used[B_VALUES], need)
+        else:
+            self._snappy = np.empty(max(2 * self._snappy.size, need), np.uint8)
+
+    def arrays(self) -> list[pa.Array]:
+        """The byte_offset column and the value columns (`INLONG_SCHEMA` without
+        source_file) of every row walked."""
+        n = int(self._used[B_ROWS])
+        rows = self._rows[:, :n]
+        version = rows[R_VERSION]
+        v4 = version == 4
+        table = self._attribute_columns()
+        index = pa.array(rows[R_TABLE])
+        columns = {
+            "byte_offset": pa.array(rows[R_OFFSET]),
+            "event_time": table["event_time"].take(index),
+            "version": rows[R_VERSION],
+            "create_time_ms": (rows[R_CREATE], version == 0),
+            "msg_count": (rows[R_COUNT], version < 2),
+            "msg_type": (rows[R_TYPE], ~v4),
+            "group_id": table["group_id"].take(index),
+            "stream_id": table["stream_id"].take(index),
+            "group_id_num": (rows[R_GNUM], ~v4),
+            "stream_id_num": (rows[R_SNUM], ~v4),
+            "ext_field": (rows[R_EXT], ~v4),
+            "data_time": (rows[R_DTIME], ~v4),
+            "unique_id": (rows[R_UID], ~v4),
+            "block_index": (rows[R_BLOCK], v4),
+            "block_item_count": (rows[R_BLOCK_COUNT], version != 2),
+            "item_index": rows[R_ITEM],
+            "compressed": rows[R_COMPRESSED].astype(bool),
+            "attr": table["attr"].take(index),
+            "attributes": table["attributes"].take(index),
+            "private_attr": pa.nulls(n, pa.string()),
+            "private_attributes": pa.nulls(n, ATTRIBUTES_TYPE),
+            "body": _binary(pa.binary(), rows[R_BODY], self._body),
+        }
+        out = []
+        for field in list(INLONG_SCHEMA)[1:]:
+            column = columns[field.name]
+            if isinstance(column, tuple):
+                values, nulls = column
+                column = pa.array(values, field.type, mask=nulls if nulls.any() else None)
+            elif not isinstance(column, pa.Array):
+                column = pa.array(column, field.type)
+            out.append(column)
+        return out
+
+    def _attribute_columns(self) -> dict[str, pa.Array]:
+        """The columns an attribute row gives its items, one entry per row."""
+        count = int(self._used[B_TABLE])
+        table = self._table[:, :count]
+        entries = int(self._used[B_ENTRIES])
+        keys = _binary(pa.string(), self._entries[0, :entries], self._keys[1])
+        values = _binary(pa.string(), self._entries[1, :entries], self._values)
+        group, stream = table[T_GROUP], table[T_STREAM]
+        return {
+            "attr": _binary(pa.string(), table[T_ATTR], self._keys[0]),
+            "attributes": pa.MapArray.from_arrays(
+                pa.array(_offsets(table[T_ENTRIES])), keys, values, type=ATTRIBUTES_TYPE
+            ),
+            "group_id": values.take(pa.array(group, mask=group < 0)),
+            "stream_id": values.take(pa.array(stream, mask=stream < 0)),
+            "event_time": pa.array(
+                table[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=table[T_TIME_OK] == 0
+            ),
+        }
+
+
+def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
+    """`buffer` (its last axis) if it holds `needed`, else a copy of its first `used`
+    items in one at least twice as large."""
+    size = buffer.shape[-1]
+    if needed <= size:
+        return buffer
+    bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
+    bigger[..., :used] = buffer[..., :used]
+    return bigger
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    """Arrow int32 offsets of consecutive values of `sizes`."""
+    offsets = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if offsets[-1] > 0x7FFF_FFFF:
+        raise OverflowError(f"{offsets[-1]} bytes in one column exceed Arrow's 32-bit offsets")
+    return offsets.astype(np.int32)
+
+
+def _binary(type_: pa.DataType, sizes: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary-layout column without nulls over `data`, which holds its values back to
+    back."""
+    offsets = _offsets(sizes)
+    return pa.Array.from_buffers(
+        type_, sizes.size, [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])]
+    )

@@ -89,6 +89,16 @@ def _i32(buf, pos):
 
 
 @njit(cache=True, nogil=True)
+def _copy(out, at, src, pos, size):
+    """`out[at:at + size] = src[pos:pos + size]` byte by byte, forwards (unsigned
+    indices: no negative-index check; loops beat slices on snappy's short runs)."""
+    to = np.uintp(at)
+    start = np.uintp(pos)
+    for i in range(np.uintp(size)):
+        out[to + i] = src[start + i]
+
+
+@njit(cache=True, nogil=True)
 def snappy(src, start, end, out, max_out):
     """Decompress the raw snappy block `src[start:end]` into `out`: its length, -1 when the
     block is not clean snappy or declares more than `max_out` (or 22 bytes per input byte:
@@ -127,7 +137,7 @@ def snappy(src, start, end, out, max_out):
             size += 1
             if size > end - pos or size > declared - op:
                 return -1
-            out[op : op + size] = src[pos : pos + size]
+            _copy(out, op, src, pos, size)
             op += size
             pos += size
             continue
@@ -148,11 +158,7 @@ def snappy(src, start, end, out, max_out):
             pos += width
         if offset == 0 or offset > op or size > declared - op:
             return -1
-        if offset >= size:
-            out[op : op + size] = out[op - offset : op - offset + size]
-        else:  # overlapping: the copy repeats the last `offset` bytes
-            for i in range(size):
-                out[op + i] = out[op - offset + i]
+        _copy(out, op, out, op - offset, size)  # overlapping: repeats the last bytes
         op += size
     return op if op == declared else -1
 
@@ -311,9 +317,9 @@ def _attr_row(text, size, v4, table, entries_out, keys, values, used, scratch):
         return -1
     row = used[B_TABLE]
     entry = used[B_ENTRIES]
-    if row >= table.shape[1]:
+    if row >= table.shape[0]:
         return _need(used, B_TABLE, row + 1)
-    if entry + count > entries_out.shape[1]:
+    if entry + count > entries_out.shape[0]:
         return _need(used, B_ENTRIES, entry + count)
     if used[B_ATTR] + size > keys[0].size:
         return _need(used, B_ATTR, used[B_ATTR] + size)
@@ -334,26 +340,26 @@ def _attr_row(text, size, v4, table, entries_out, keys, values, used, scratch):
         k0, k, v0, v = scratch[0, e], scratch[1, e], scratch[2, e], scratch[3, e]
         keys[1][key_at : key_at + k] = text[k0 : k0 + k]
         values[value_at : value_at + v] = text[v0 : v0 + v]
-        entries_out[0, entry + e] = k
-        entries_out[1, entry + e] = v
+        entries_out[entry + e, 0] = k
+        entries_out[entry + e, 1] = v
         key_at += k
         value_at += v
-    table[T_ATTR, row] = size
-    table[T_ENTRIES, row] = count
+    table[row, T_ATTR] = size
+    table[row, T_ENTRIES] = count
     time = _find(text, scratch, count, _KEY_DT)
-    table[T_TIME_OK, row] = 0
+    table[row, T_TIME_OK] = 0
     if time >= 0:
         ms, ok = _dt_ms(text, scratch[2, time], scratch[3, time])
-        table[T_TIME, row] = ms * 1000
-        table[T_TIME_OK, row] = ok
+        table[row, T_TIME] = ms * 1000
+        table[row, T_TIME_OK] = ok
     group = _find(text, scratch, count, _KEY_GROUP)
     if group < 0:
         group = _find(text, scratch, count, _KEY_BID)
     stream = _find(text, scratch, count, _KEY_STREAM)
     if stream < 0:
         stream = _find(text, scratch, count, _KEY_TID)
-    table[T_GROUP, row] = entry + group if group >= 0 else -1
-    table[T_STREAM, row] = entry + stream if stream >= 0 else -1
+    table[row, T_GROUP] = entry + group if group >= 0 else -1
+    table[row, T_STREAM] = entry + stream if stream >= 0 else -1
     used[B_TABLE] = row + 1
     used[B_ENTRIES] = entry + count
     used[B_ATTR] = attr_at + size
@@ -388,18 +394,18 @@ def _items(data, start, end, limit, span, header, block, block_count, compressed
         pos += 4
         if size < 0 or size > end - pos:
             return -1, 0
-        if row + count >= rows.shape[1]:
+        if row + count >= rows.shape[0]:
             return _need(used, B_ROWS, row + count + 1), 0
         if at + size > body.size:
             return _need(used, B_BODY, at + size), 0
         r = row + count
-        rows[R_VERSION : R_VERSION + _HEADER_FIELDS, r] = header
-        rows[R_BLOCK, r] = block
-        rows[R_BLOCK_COUNT, r] = block_count
-        rows[R_ITEM, r] = first + count
-        rows[R_COMPRESSED, r] = compressed
-        rows[R_TABLE, r] = attr_row
-        rows[R_BODY, r] = size
+        rows[r, R_VERSION : R_VERSION + _HEADER_FIELDS] = header
+        rows[r, R_BLOCK] = block
+        rows[r, R_BLOCK_COUNT] = block_count
+        rows[r, R_ITEM] = first + count
+        rows[r, R_COMPRESSED] = compressed
+        rows[r, R_TABLE] = attr_row
+        rows[r, R_BODY] = size
         body[at : at + size] = data[pos : pos + size]
         at += size
         pos += size
@@ -558,7 +564,7 @@ def walk(buf, frames, first, count, limits, rows, body, table, entries, keys, va
         ):
             used[:U_BUFFERED_ROWS] = mark
             return FLUSH
-        rows[R_OFFSET, mark[B_ROWS] : used[B_ROWS]] = frames[2, f]
+        rows[mark[B_ROWS] : used[B_ROWS], R_OFFSET] = frames[2, f]
         used[U_BUFFERED_ROWS] += items
         used[U_BUFFERED_BYTES] += data_bytes
         used[U_FRAMES] += 1
@@ -608,10 +614,10 @@ class Columns:
         self, sizes: tuple[int, ...] = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
     ):
         rows, body, table, attr, entries, key_bytes, value_bytes = sizes
-        self._rows = np.empty((_ROW_FIELDS, rows), np.int64)
+        self._rows = np.empty((rows, _ROW_FIELDS), np.int64)  # row-major: written by row
         self._body = np.empty(body, np.uint8)
-        self._table = np.empty((6, table), np.int64)
-        self._entries = np.empty((2, entries), np.int64)
+        self._table = np.empty((table, 6), np.int64)
+        self._entries = np.empty((entries, 2), np.int64)
         self._keys = (np.empty(attr, np.uint8), np.empty(key_bytes, np.uint8))  # attrs, keys
         self._values = np.empty(value_bytes, np.uint8)
         self._used = np.zeros(_USED, np.int64)
@@ -624,8 +630,8 @@ class Columns:
         return int(self._used[B_ROWS])
 
     def sizes(self) -> tuple[int, ...]:
-        return (self._rows.shape[1], self._body.size, self._table.shape[1], self._keys[0].size,
-                self._entries.shape[1], self._keys[1].size, self._values.size)  # fmt: skip
+        return (self._rows.shape[0], self._body.size, self._table.shape[0], self._keys[0].size,
+                self._entries.shape[0], self._keys[1].size, self._values.size)  # fmt: skip
 
     def walk(
         self,
@@ -684,20 +690,16 @@ class Columns:
         """The byte_offset column and the value columns (`INLONG_SCHEMA` without
         source_file) of every row walked."""
         n = int(self._used[B_ROWS])
-        rows = self._rows[:, :n]
+        rows = self._rows[:n].T
         version = rows[R_VERSION]
         v4 = version == 4
-        table = self._attribute_columns()
-        index = pa.array(rows[R_TABLE])
+        shared = self._shared_columns(rows[R_TABLE])
         columns = {
             "byte_offset": pa.array(rows[R_OFFSET]),
-            "event_time": table["event_time"].take(index),
             "version": rows[R_VERSION],
             "create_time_ms": (rows[R_CREATE], version == 0),
             "msg_count": (rows[R_COUNT], version < 2),
             "msg_type": (rows[R_TYPE], ~v4),
-            "group_id": table["group_id"].take(index),
-            "stream_id": table["stream_id"].take(index),
             "group_id_num": (rows[R_GNUM], ~v4),
             "stream_id_num": (rows[R_SNUM], ~v4),
             "ext_field": (rows[R_EXT], ~v4),
@@ -707,11 +709,10 @@ class Columns:
             "block_item_count": (rows[R_BLOCK_COUNT], version != 2),
             "item_index": rows[R_ITEM],
             "compressed": rows[R_COMPRESSED].astype(bool),
-            "attr": table["attr"].take(index),
-            "attributes": table["attributes"].take(index),
             "private_attr": pa.nulls(n, pa.string()),
             "private_attributes": pa.nulls(n, ATTRIBUTES_TYPE),
-            "body": _binary(pa.binary(), rows[R_BODY], self._body),
+            "body": _binary(pa.binary(), _offsets(rows[R_BODY]), self._body),
+            **shared,
         }
         out = []
         for field in list(INLONG_SCHEMA)[1:]:
@@ -724,35 +725,69 @@ class Columns:
             out.append(column)
         return out
 
-    def _attribute_columns(self) -> dict[str, pa.Array]:
-        """The columns an attribute row gives its items, one entry per row."""
-        count = int(self._used[B_TABLE])
-        table = self._table[:, :count]
-        entries = int(self._used[B_ENTRIES])
-        keys = _binary(pa.string(), self._entries[0, :entries], self._keys[1])
-        values = _binary(pa.string(), self._entries[1, :entries], self._values)
-        group, stream = table[T_GROUP], table[T_STREAM]
+    def _shared_columns(self, index: np.ndarray) -> dict[str, pa.Array]:
+        """The columns the items take from their attribute row (`index`: each item's)."""
+        table = self._table[: int(self._used[B_TABLE])].T
+        entries = self._entries[: int(self._used[B_ENTRIES])].T
+        key_offsets, value_offsets = _offsets(entries[0]), _offsets(entries[1])
+        first = np.cumsum(table[T_ENTRIES]) - table[T_ENTRIES]  # each row's first entry
+        starts, stops = first[index], first[index] + table[T_ENTRIES][index]
+        keys = _binary(pa.string(), *_gather(starts, stops, key_offsets, self._keys[1]))
+        values = _binary(pa.string(), *_gather(starts, stops, value_offsets, self._values))
+        rows = table[:, index]
+        own_values = _binary(pa.string(), value_offsets, self._values)
+        group, stream = rows[T_GROUP], rows[T_STREAM]
+        attrs = _gather(index, index + 1, _offsets(table[T_ATTR]), self._keys[0])
         return {
-            "attr": _binary(pa.string(), table[T_ATTR], self._keys[0]),
-            "attributes": pa.MapArray.from_arrays(
-                pa.array(_offsets(table[T_ENTRIES])), keys, values, type=ATTRIBUTES_TYPE
-            ),
-            "group_id": values.take(pa.array(group, mask=group < 0)),
-            "stream_id": values.take(pa.array(stream, mask=stream < 0)),
             "event_time": pa.array(
-                table[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=table[T_TIME_OK] == 0
+                rows[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=rows[T_TIME_OK] == 0
+            ),
+            "group_id": own_values.take(pa.array(group, mask=group < 0)),
+            "stream_id": own_values.take(pa.array(stream, mask=stream < 0)),
+            "attr": _binary(pa.string(), *attrs),
+            "attributes": pa.MapArray.from_arrays(
+                pa.array(_offsets(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
             ),
         }
 
 
+@njit(cache=True, nogil=True)
+def _gather(starts, stops, offsets, data):
+    """Values `starts[i]` .. `stops[i]` - 1 of a binary column (`offsets`, `data`) for
+    each i, back to back: (their int32 offsets, their bytes). Values an attribute row
+    shares are repeated for its items this way, a copy per item, not a take per value."""
+    values = 0
+    size = 0
+    for i in range(starts.size):
+        values += stops[i] - starts[i]
+        size += offsets[stops[i]] - offsets[starts[i]]
+    if size > 0x7FFF_FFFF:
+        raise OverflowError("a column exceeds Arrow's 32-bit offsets")
+    out_offsets = np.empty(values + 1, np.int32)
+    out = np.empty(size, np.uint8)
+    out_offsets[0] = 0
+    v = 0
+    at = 0
+    for i in range(starts.size):
+        first, stop = starts[i], stops[i]
+        base = offsets[first]
+        length = offsets[stop] - base
+        _copy(out, at, data, base, length)
+        for k in range(first + 1, stop + 1):
+            v += 1
+            out_offsets[v] = offsets[k] - base + at
+        at += length
+    return out_offsets, out
+
+
 def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
-    """`buffer` (its last axis) if it holds `needed`, else a copy of its first `used`
+    """`buffer` (its first axis) if it holds `needed`, else a copy of its first `used`
     items in one at least twice as large."""
-    size = buffer.shape[-1]
+    size = buffer.shape[0]
     if needed <= size:
         return buffer
-    bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
-    bigger[..., :used] = buffer[..., :used]
+    bigger = np.empty((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
+    bigger[:used] = buffer[:used]
     return bigger
 
 
@@ -765,10 +800,8 @@ def _offsets(sizes: np.ndarray) -> np.ndarray:
     return offsets.astype(np.int32)
 
 
-def _binary(type_: pa.DataType, sizes: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A binary-layout column without nulls over `data`, which holds its values back to
-    back."""
-    offsets = _offsets(sizes)
+def _binary(type_: pa.DataType, offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary-layout column without nulls: values at int32 `offsets` into `data`."""
     return pa.Array.from_buffers(
-        type_, sizes.size, [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])]
+        type_, offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])]
     )

@@ -132,11 +132,13 @@ class RowBuffer:
         self.partition = partition
         self.batch_rows = batch_rows
         self.compiled_columns = compiled_columns
+        self.compiled = None
         self._reset()
 
     def _reset(self) -> None:
         # new buffers per flush: the batches already yielded share the last ones
-        self.compiled = self.compiled_columns() if self.compiled_columns else None
+        if self.compiled_columns:  # sized like the last flush's
+            self.compiled = self.compiled_columns(self.compiled)
         self.runs: list[Run] = []
         self.rows = 0
         self.data_bytes = 0
@@ -163,17 +165,10 @@ class RowBuffer:
         runs = self.runs
         n = self.rows
         counts = np.fromiter((run.rows for run in runs), np.int64, len(runs))
-        row_run = np.repeat(np.arange(len(runs)), counts)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         names = EntryColumns._fields
         per_entry = zip(*(run.entry for run in runs), strict=True)
-        shared = pa.RecordBatch.from_arrays(
-            [
-                pa.array(column, KAFKA_SCHEMA.field(name).type)
-                for name, column in zip(names, per_entry, strict=True)
-            ],
-            names=list(names),
-        ).take(pa.array(row_run))
+        spread = partial(_spread, counts, n)
 
         def per_row(values, dtype) -> np.ndarray:
             return np.repeat(np.array(values, dtype), counts)
@@ -235,11 +230,23 @@ class RowBuffer:
                 n, control_rows, [control.coordinator_epoch for control in controls], pa.int32()
             ),
         }
-        for name in names:
-            columns[name] = shared.column(name)
+        for name, values in zip(names, per_entry, strict=True):
+            columns[name] = spread(values, KAFKA_SCHEMA.field(name).type)
         return pa.RecordBatch.from_arrays(
             [columns[field.name] for field in KAFKA_SCHEMA], schema=KAFKA_SCHEMA
         )
+
+
+def _spread(counts: np.ndarray, n: int, values: tuple, type_: pa.DataType) -> pa.Array:
+    """A column holding each entry's value on each of its rows (`counts` rows per entry):
+    one repeated value when all entries share it (most columns of most flushes), numpy's
+    repeat for other non-null fixed-width values, else Arrow's take."""
+    first = values[0]
+    if values.count(first) == len(values):
+        return pa.repeat(pa.scalar(first, type_), n)
+    if None not in values and (pa.types.is_integer(type_) or pa.types.is_boolean(type_)):
+        return pa.array(np.repeat(np.array(values, type_.to_pandas_dtype()), counts), type_)
+    return pa.array(values, type_).take(pa.array(np.repeat(np.arange(len(values)), counts)))
 
 
 def _int64s(parts: list, n: int) -> np.ndarray:
@@ -280,6 +287,8 @@ def _java_sequences(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 def _scatter(n: int, rows: np.ndarray, values: list, type_: pa.DataType) -> pa.Array:
     """A column that is null except at `rows`."""
+    if not values:
+        return pa.nulls(n, type_)
     dense: list = [None] * n
     for row, value in zip(rows.tolist(), values, strict=True):
         dense[row] = value

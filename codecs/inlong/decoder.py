@@ -11,13 +11,14 @@ therefore come in two framings, chosen by the `framing` option:
   marker), so the rest of the file is quarantined as one region and drained; a frame cut
   by the end of the file is a truncated tail.
 
-Kafka-borne messages (envelope kafka, payload inlong) go through `decode_value`, which
-shares `message.parse` and `item_columns` with the file walk. Row model: schema.py.
+Messages are walked by `compiled.py` in runs, and by `message.parse` where that walk
+hands one over (errors, rarer forms: compiled.py). Kafka-borne messages (envelope kafka,
+payload inlong) go through `payload.decode_values`, which shares both walks and the row
+buffer. Row model: schema.py.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -32,13 +33,12 @@ from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.inlong.schema import INLONG_SCHEMA
-from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 PREFIX = UINT32  # the length prefix of `length_prefixed` files
 
-VALUE_COLUMNS = tuple(INLONG_SCHEMA.names[2:])  # all but the lineage pair
-ROW_SCHEMA = pa.schema(list(INLONG_SCHEMA)[1:])  # byte_offset, then VALUE_COLUMNS
+ROW_SCHEMA = pa.schema(list(INLONG_SCHEMA)[1:])  # all but source_file
 WINDOW_BYTES = 1 << 20  # length-prefixed frames are walked a window of this size at a time
 FRAMES_PER_WALK = 8192  # ... at most this many at a time
 
@@ -91,30 +91,13 @@ def _event_time_us(attributes: dict[str, str]) -> int | None:
     return ms * 1000
 
 
-def decode_value(value: bytes, opts: InlongOptions) -> list[dict]:
-    """One Kafka record value (one InLongMsg) as row dicts without source_file and
-    byte_offset (`registry.PayloadCodec`); event_time as a UTC datetime. Raises
-    DecodeError, with offsets inside the value."""
-    message = msg.parse(value, opts.max_decompressed_bytes)
-    head = message.header._asdict()
-    rows = []
-    for items in message.items():
-        columns = item_columns(items)
-        for values in zip(*columns.values(), strict=True):
-            row = {**head, **dict(zip(columns, values, strict=True))}
-            if row["event_time"] is not None:
-                row["event_time"] = EPOCH + dt.timedelta(microseconds=row["event_time"])
-            rows.append({name: row[name] for name in VALUE_COLUMNS})
-    return rows
-
-
 def decode(
     stream: BinaryIO, source: str, accounting: FileAccounting, opts: InlongOptions
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file in its framing; yield row batches and quarantined messages in
     file order and fill `accounting` (damage policy: module docstring)."""
     window = StreamWindow(stream)
-    rows = _RowBuffer(source, opts.batch_rows)
+    rows = RowBuffer(source, file_limits(opts))
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
@@ -193,7 +176,7 @@ def _frame(
     source: str,
     accounting: FileAccounting,
     opts: InlongOptions,
-    rows: _RowBuffer,
+    rows: RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Decode the frame of `total` bytes at the window's position (its message starts
     `skip` bytes in), and consume it."""
@@ -210,17 +193,19 @@ def _frames(
     source: str,
     accounting: FileAccounting,
     opts: InlongOptions,
-    rows: _RowBuffer,
+    rows: RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Decode the first `count` frames of `data` (`frames`: message start and length in
     `data`, byte offset, frame bytes; the message starts `skip` bytes into its frame):
     runs of them by the compiled walk, the others by `message.parse`. A bad message comes
     back quarantined; rows go into `rows`, and the batches that makes room for come back."""
     buf = np.frombuffer(data, np.uint8)
-    limits = rows.limits(opts)
     first = 0
     while first < count:
-        status, first = rows.walk(buf, frames, first, count, limits, accounting)
+        status, first, walked = rows.walk(buf, frames, first, count)
+        accounting.bytes_decoded += walked.frame_bytes  # as count_good for each message
+        accounting.frames_good += walked.frames
+        accounting.records_good += walked.items
         if status == compiled.FLUSH:
             yield from rows.flush()
         elif status == compiled.FALLBACK:
@@ -238,7 +223,7 @@ def _pure_frame(
     source: str,
     accounting: FileAccounting,
     opts: InlongOptions,
-    rows: _RowBuffer,
+    rows: RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """One frame at byte `start` by `message.parse`: quarantined if its message is bad,
     else into `rows` a chunk at a time."""
@@ -256,13 +241,23 @@ def _pure_frame(
         yield from rows.add(start, message.header, items)
 
 
-class _RowBuffer:
-    """Item rows decoded since the last flush: the compiled walk's `Columns`, and
-    batches of rows from the pure walk (with the compiled rows before them)."""
+def file_limits(opts: InlongOptions) -> np.ndarray:
+    """The compiled walk's limits for files: batches as `RowBuffer.add` cuts them,
+    chunks as `message.parse` does."""
+    return np.array([opts.max_decompressed_bytes, opts.batch_rows, FLUSH_BYTES,
+                     opts.batch_rows, msg.CHUNK_BYTES], np.int64)  # fmt: skip
 
-    def __init__(self, source: str | None, batch_rows: int) -> None:
+
+class RowBuffer:
+    """Item rows decoded since the last flush: the compiled walk's `Columns`, and
+    batches of rows from the pure walk (with the compiled rows before them). `limits`
+    (`compiled.L_*`): the batch bounds, and the chunks the compiled walk must match."""
+
+    def __init__(self, source: str | None, limits: np.ndarray) -> None:
         self.source = source
-        self.batch_rows = batch_rows
+        self.limits = limits
+        self.batch_rows = int(limits[compiled.L_BATCH_ROWS])
+        self.batch_bytes = int(limits[compiled.L_BATCH_BYTES])
         self.columns = compiled.Columns()
         self._reset()
 
@@ -271,21 +266,14 @@ class _RowBuffer:
         self.rows = 0
         self.data_bytes = 0
 
-    def limits(self, opts: InlongOptions) -> np.ndarray:
-        """The compiled walk's limits: batches as `add` cuts them, chunks as `message`."""
-        return np.array([opts.max_decompressed_bytes, self.batch_rows, FLUSH_BYTES,
-                         opts.batch_rows, msg.CHUNK_BYTES], np.int64)  # fmt: skip
-
-    def walk(self, buf, frames, first: int, count: int, limits, accounting: FileAccounting):
-        """Frames `first` .. `count` - 1 by the compiled walk: (status, next frame)."""
-        status, stop = self.columns.walk(buf, frames, first, count, limits, self.rows,
+    def walk(self, buf, frames, first: int, count: int) -> tuple[int, int, compiled.Walked]:
+        """Frames `first` .. `count` - 1 by the compiled walk: (status, next frame, what
+        the messages it took add)."""
+        status, stop = self.columns.walk(buf, frames, first, count, self.limits, self.rows,
                                          self.data_bytes)  # fmt: skip
         walked = self.columns.counts()
         self.rows, self.data_bytes = walked.buffered_rows, walked.buffered_bytes
-        accounting.bytes_decoded += walked.frame_bytes
-        accounting.frames_good += walked.frames
-        accounting.records_good += walked.items
-        return status, stop
+        return status, stop, walked
 
     def add(
         self, byte_offset: int, header: msg.Header, items: msg.Items
@@ -294,8 +282,16 @@ class _RowBuffer:
         message's), after flushing the rows buffered so far if the chunk would take them
         past a batch."""
         count = len(items.bodies)
-        if self.rows + count > self.batch_rows or self.data_bytes + items.data_bytes > FLUSH_BYTES:
+        if (
+            self.rows + count > self.batch_rows
+            or self.data_bytes + items.data_bytes > self.batch_bytes
+        ):
             yield from self.flush()
+        self.append(byte_offset, header, items)
+
+    def append(self, byte_offset: int, header: msg.Header, items: msg.Items) -> None:
+        """Buffer a chunk of items from the pure walk, whatever the buffer holds."""
+        count = len(items.bodies)
         self._seal()
         columns = {"byte_offset": [byte_offset] * count}
         for name, value in zip(msg.Header._fields, header, strict=True):

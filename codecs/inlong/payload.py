@@ -1,33 +1,59 @@
 """inlong messages carried as Kafka record values (`registry.PayloadCodec`).
 
-First step: each value through `decode_value`'s row dicts; to be replaced by columns.
+The values are walked like the frames of a file (`decoder._frames`): runs of them by the
+compiled walk into one row buffer, the values it hands over by `message.parse` (which
+names the error of a value that does not read). Rows stay in columns throughout; the
+buffer is neither flushed nor cut in chunks, as the rows of a run of values come back as
+one batch.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.errors import DecodeError
-from wirecodecs.inlong.decoder import decode_value
+from wirecodecs.inlong import compiled
+from wirecodecs.inlong import message as msg
+from wirecodecs.inlong.decoder import ROW_SCHEMA, RowBuffer
 from wirecodecs.inlong.options import InlongOptions
-from wirecodecs.inlong.schema import INLONG_SCHEMA
 from wirecodecs.registry import CarriedRows
 
-VALUE_SCHEMA = pa.schema(list(INLONG_SCHEMA)[2:])  # all but the lineage pair
+VALUE_SCHEMA = pa.schema(list(ROW_SCHEMA)[1:])  # all but the lineage pair
+UNBOUNDED = 1 << 62  # no batch or chunk bound: the run's rows are one batch
 
 
 def decode_values(values: pa.BinaryArray, opts: InlongOptions) -> CarriedRows:
     """Every value as one message: its rows, and the values that do not read."""
-    rows: list[dict] = []
-    value_index: list[int] = []
+    count = len(values)
+    _, offsets_buffer, data_buffer = values.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.empty(0, np.uint8)
+    sizes = np.diff(offsets)
+    # message start and length, the row's byte_offset (here: the value's index), bytes
+    frames = np.stack([offsets[:-1], sizes, np.arange(count), sizes]).astype(np.int64)
+    limits = np.array([opts.max_decompressed_bytes, *[UNBOUNDED] * 4], np.int64)
+    rows = RowBuffer(None, limits)
     errors: list[tuple[int, DecodeError]] = []
-    for index, value in enumerate(values.to_pylist()):
-        try:
-            decoded = decode_value(value, opts)
-        except DecodeError as err:
-            errors.append((index, err))
-            continue
-        rows.extend(decoded)
-        value_index.extend([index] * len(decoded))
-    batch = pa.RecordBatch.from_pylist(rows, schema=VALUE_SCHEMA)
-    return CarriedRows(batch, pa.array(value_index, pa.int32()), errors)
+    first = 0
+    while first < count:
+        status, first, _ = rows.walk(data, frames, first, count)
+        if status == compiled.FALLBACK:
+            start = int(offsets[first])
+            value = memoryview(data)[start : start + int(sizes[first])]
+            try:
+                message = msg.parse(value, opts.max_decompressed_bytes)
+            except DecodeError as err:
+                errors.append((first, err))
+            else:
+                for items in message.items():
+                    rows.append(first, message.header, items)
+            first += 1
+    batch = rows.take()
+    if batch is None:
+        empty = pa.RecordBatch.from_pylist([], schema=VALUE_SCHEMA)
+        return CarriedRows(empty, pa.array([], pa.int32()), errors)
+    value_index = batch.column(0).cast(pa.int32())
+    return CarriedRows(
+        pa.RecordBatch.from_arrays(batch.columns[1:], schema=VALUE_SCHEMA), value_index, errors
+    )

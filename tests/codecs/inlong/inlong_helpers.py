@@ -8,9 +8,13 @@ import json
 from pathlib import Path
 
 import decoding
+import pyarrow as pa
 
 from wirecodecs.inlong import INLONG
+from wirecodecs.inlong.options import InlongOptions
+from wirecodecs.inlong.payload import decode_values
 from wirecodecs.inlong.schema import INLONG_SCHEMA
+from wirecodecs.registry import CarriedRows
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inlong"
 MAP_COLUMNS = ("attributes", "private_attributes")
@@ -47,6 +51,21 @@ def checked(data: bytes, stream=None, **options) -> Decoded:
     decoding.check_quarantined(got, data)
     assert acc.stop_reason in ("eof", "truncated_tail", "length_out_of_range")
     return got
+
+
+def carried(*values: bytes, **options) -> CarriedRows:
+    """Decode record values as the Kafka carrier does (`decode_values`), map columns as
+    dicts in `rows_of`."""
+    return decode_values(pa.array(values, pa.binary()), InlongOptions(**options))
+
+
+def rows_of(batch: pa.RecordBatch) -> list[dict]:
+    rows = batch.to_pylist()
+    for row in rows:
+        for name in MAP_COLUMNS:
+            if row[name] is not None:
+                row[name] = dict(row[name])
+    return rows
 
 
 def sidecar(case: str) -> dict:

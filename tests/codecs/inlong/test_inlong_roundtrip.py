@@ -11,11 +11,9 @@ import pytest
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inlong_helpers import checked
+from inlong_helpers import carried, checked, rows_of
 
 from wirecodecs.inlong import encoder as enc
-from wirecodecs.inlong.decoder import decode_value
-from wirecodecs.inlong.options import InlongOptions
 
 FAST = settings(max_examples=150)
 KEY = st.text(
@@ -191,7 +189,7 @@ def test_message_round_trip(message):
     want = expected(header, rows)
     assert project(got.rows, want) == want
     assert got.accounting.records_good == len(rows)
-    values = decode_value(data, InlongOptions())
+    values = rows_of(carried(data).batch)
     assert project([{"byte_offset": 0, **v} for v in values], want) == want
 
 

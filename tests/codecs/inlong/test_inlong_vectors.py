@@ -12,11 +12,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from inlong_helpers import CASES, b64, checked, sidecar, vector
+from inlong_helpers import CASES, b64, carried, checked, rows_of, sidecar, vector
 
-from wirecodecs.errors import DecodeError
-from wirecodecs.inlong.decoder import PREFIX, VALUE_COLUMNS, decode_value
-from wirecodecs.inlong.options import InlongOptions
+from wirecodecs.inlong.decoder import PREFIX
+from wirecodecs.inlong.schema import INLONG_SCHEMA
 
 # case -> DecodeError kind, for the cases where Java fails or returns damaged data
 ERRORS = {
@@ -151,9 +150,11 @@ def test_error_vector(case):
     (bad,) = got.quarantined
     assert (bad.byte_offset, bad.length, bad.kind) == (0, len(data), ERRORS[case])
     assert got.accounting.frames_bad == 1
-    with pytest.raises(DecodeError) as err:
-        decode_value(data, InlongOptions())
-    assert err.value.kind == ERRORS[case] and err.value.format == "inlong"
+    got = carried(data, data)
+    assert [(index, err.kind, err.format) for index, err in got.errors] == [
+        (index, ERRORS[case], "inlong") for index in (0, 1)
+    ]
+    assert got.batch.num_rows == len(got.value_index) == 0
 
 
 def test_v4_attributes_as_inlong_builds_them():
@@ -189,11 +190,15 @@ def test_event_time_from_dt_or_t():
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c not in ERRORS])
-def test_decode_value_matches_file_decode(case):
-    """The Kafka payload path gives the file path's rows without the lineage pair."""
+def test_decode_values_matches_file_decode(case):
+    """The Kafka payload path gives the file path's rows without the lineage pair, each
+    tied to its value."""
     rows = decoded_rows(case)
-    values = decode_value(vector(case), InlongOptions())
-    assert values == [{name: row[name] for name in VALUE_COLUMNS} for row in rows]
+    got = carried(vector(case), b"\x0f\x01", vector(case))
+    values = INLONG_SCHEMA.names[2:]
+    assert rows_of(got.batch) == [{name: row[name] for name in values} for row in rows] * 2
+    assert got.value_index.to_pylist() == [0] * len(rows) + [2] * len(rows)
+    assert [(index, err.kind) for index, err in got.errors] == [(1, "message_too_short")]
 
 
 def test_length_prefixed_walk_of_every_vector():

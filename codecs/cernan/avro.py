@@ -5,6 +5,9 @@ header map, then every block framed by hand (count, size, sync marker, decompres
 snappy CRC) so that each kind of damage gets its own code, and the datums of each block
 are read with fastavro's C `schemaless_reader`, which must consume the block exactly: one
 call per block (the block read as an Avro array), datum by datum only to name an error.
+In `compiled` walks, a block whose schema has a `fastjson` program goes to its JSON text
+directly (the `record_json` column); a block it cannot take raises `NeedsPurePath`, and
+the packet is read again without it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ CODECS = ("null", "deflate", "snappy")  # what cernan's serde-avro accepts (abse
 _MAX_VARINT_BYTES = 10
 _AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCHEMA_CACHE_SIZE = 256  # writer schemas kept parsed (pycernan resends one per packet)
+
+
+class NeedsPurePath(Exception):
+    """A block the compiled walk cannot render exactly: read the packet again without it."""
 
 
 class PacketError(Exception):
@@ -63,6 +70,7 @@ class WriterSchema:
     warnings: tuple[str, ...]
     min_datum_bytes: int  # a lower bound on one datum's encoded size
     floats: bool  # float or double somewhere (NaN and infinities need the exact JSON path)
+    program: object  # the compiled JSON walk's `fastjson.Program`, where it can take them
 
 
 @dataclass
@@ -77,9 +85,22 @@ class Container:
     header_length: int
     block_counts: list[int] = field(default_factory=list)  # declared, of whole good blocks
     datums: list = field(default_factory=list)
+    json_blocks: list = field(default_factory=list)  # compiled walk: (text, datum ends) per block
 
 
 _schemas: dict[bytes, WriterSchema] = {}
+
+
+def _fastjson():
+    """The compiled JSON walk (`fastjson`), or None when numba is missing."""
+    try:
+        from wirecodecs.cernan import fastjson
+    except ImportError:
+        return None
+    return fastjson
+
+
+FASTJSON = _fastjson()
 
 
 def _long(buf, pos: int, code: str, what: str) -> tuple[int, int]:
@@ -183,6 +204,7 @@ def writer_schema(raw: bytes) -> WriterSchema:
         warnings=tuple(warnings),
         min_datum_bytes=min_bytes(parsed, {}),
         floats='"float"' in canonical or '"double"' in canonical,
+        program=None if FASTJSON is None else FASTJSON.program(parsed),
     )
     if len(_schemas) >= _SCHEMA_CACHE_SIZE:
         _schemas.clear()
@@ -249,10 +271,16 @@ def min_bytes(schema, named: dict) -> int:
 
 
 def read_blocks(
-    container: Container, buf: memoryview, max_decompressed: int, reader_schema=None
+    container: Container,
+    buf: memoryview,
+    max_decompressed: int,
+    reader_schema=None,
+    compiled: bool = False,
 ) -> None:
-    """Walk every data block after the header into `container.datums`; any damage is a
-    PacketError of stage avro_block carrying what was decoded before it."""
+    """Walk every data block after the header into `container.datums` (`compiled`: into
+    `container.json_blocks` where the schema has a program); any damage is a PacketError
+    of stage avro_block carrying what was decoded before it."""
+    compiled = compiled and reader_schema is None and container.schema.program is not None
     pos = container.header_length
     while pos < len(buf):
         at = pos
@@ -278,7 +306,7 @@ def read_blocks(
                 raise PacketError("avro_block", "avro_sync_mismatch", f"block at {at}")
             pos += SYNC_SIZE
             raw = _block_data(container.codec, data, at, max_decompressed)
-            _read_datums(container, raw, count, at, count_bytes, reader_schema, pos - at)
+            _read_datums(container, raw, count, at, count_bytes, reader_schema, pos - at, compiled)
         except PacketError as err:
             err.records_before = sum(container.block_counts)
             err.lost = err.records_before + max(count, 0)
@@ -339,7 +367,9 @@ def _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schem
     return True
 
 
-def _read_datums(container, raw, count, at, count_bytes, reader_schema, wire_bytes) -> None:
+def _read_datums(
+    container, raw, count, at, count_bytes, reader_schema, wire_bytes, compiled
+) -> None:
     """`count` datums that must fill the block exactly; a count that the block's bytes
     cannot hold is refused before any is read. Datums that may take no bytes (of a "null"
     schema, an empty record) are charged one byte each of the block as written (count,
@@ -354,6 +384,12 @@ def _read_datums(container, raw, count, at, count_bytes, reader_schema, wire_byt
             f"block at {at}: {count} datums cannot fit in {len(raw)} bytes"
             + ("" if min_datum else f" ({wire_bytes} as written, datums of no bytes)"),
         )
+    if compiled:
+        rendered = FASTJSON.render_block(container.schema.program, raw, count)
+        if rendered is None:
+            raise NeedsPurePath
+        container.json_blocks.append(rendered)
+        return
     parsed = container.schema.parsed
     if min_datum and _read_block_at_once(container, raw, count, count_bytes, parsed, reader_schema):
         return

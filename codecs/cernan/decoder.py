@@ -20,6 +20,7 @@ Policy, as the golden sidecars encode it:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -47,6 +48,9 @@ FORMAT = "cernan"
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
+# the compiled JSON walk (`fastjson.py`) for the `record_json` column, unless the
+# environment sets WIRELAKE_PURE_PYTHON; chosen once, at import (tests set it to run both)
+COMPILED = avro.FASTJSON is not None and not os.environ.get("WIRELAKE_PURE_PYTHON")
 
 
 def decode(
@@ -76,11 +80,18 @@ def decode(
                 continue
             frame = window.peek(total)
             window.consume(total)
-            packet = read_packet(frame, start, out.reader, opts.max_decompressed_bytes, out.render)
+            packet = read_packet(
+                frame,
+                start,
+                out.reader,
+                opts.max_decompressed_bytes,
+                out.render,
+                COMPILED and out.json_only,
+            )
             packet.resynced, resynced = resynced, False
             out.add(packet)
             if packet.error is None:
-                accounting.count_good(total, records=len(packet.datums))
+                accounting.count_good(total, records=packet.records)
             else:
                 accounting.count_bad(total, records_lost=packet.error.lost)
                 yield from out.flush()

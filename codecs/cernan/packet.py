@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wirecodecs.cernan import avro
-from wirecodecs.cernan.avro import PacketError
+from wirecodecs.cernan.avro import NeedsPurePath, PacketError
 
 LENGTH = struct.Struct(">I")  # payload bytes after the prefix
 HEADER = struct.Struct(
@@ -46,7 +46,8 @@ class Packet:
     avro_length: int | None = None
     avro_sha256: str | None = None
     container: avro.Container | None = None
-    datums: list = field(default_factory=list)
+    datums: list = field(default_factory=list)  # empty when the compiled walk rendered them
+    records: int = 0  # datums of an ok packet
     rendered: object = None  # the datum column's values (`read_packet`'s `render`)
     warnings: list[str] = field(default_factory=list)
     error: PacketError | None = None
@@ -59,15 +60,18 @@ def read_packet(
     reader=None,
     max_decompressed: int = MAX_DECOMPRESSED_BYTES,
     render: Callable[[Packet], object] | None = None,
+    compiled: bool = False,
 ) -> Packet:
     """Decode one complete frame (length prefix included); never raises for bad bytes:
     the packet's `error` says what was wrong (`reader`: the expected datum schema;
-    `render`: turns the datums into what the records table holds, `packet.rendered`)."""
+    `render`: turns the datums into what the records table holds, `packet.rendered`;
+    `compiled`: blocks go to JSON text by the compiled walk where it can take them, the
+    packet is read again without it where it cannot)."""
     length = len(frame) - PREFIX
     packet = Packet(offset, length)
     payload = frame[PREFIX:]
     try:
-        _read_payload(packet, payload, offset + PREFIX, reader, max_decompressed)
+        _read_payload(packet, payload, offset + PREFIX, reader, max_decompressed, compiled)
         if render is not None:
             packet.rendered = _rendered(render, packet)
     except PacketError as err:
@@ -80,6 +84,9 @@ def read_packet(
             )
         packet.error = err
         packet.datums = []
+        packet.records = 0
+    except NeedsPurePath:
+        return read_packet(frame, offset, reader, max_decompressed, render)
     return packet
 
 
@@ -91,11 +98,13 @@ def _rendered(render: Callable[[Packet], object], packet: Packet) -> object:
     except Exception as exc:  # msgspec, json, pyarrow and converters raise various types
         err = PacketError("avro_block", "avro_datum_render_failed", f"{type(exc).__name__}")
         err.container = packet.container
-        err.lost = len(packet.datums)
+        err.lost = packet.records
         raise err from None
 
 
-def _read_payload(packet: Packet, payload: memoryview, at: int, reader, max_bytes: int) -> None:
+def _read_payload(
+    packet: Packet, payload: memoryview, at: int, reader, max_bytes: int, compiled: bool
+) -> None:
     if len(payload) < HEADER.size:
         raise PacketError("header", "payload_too_short", f"{len(payload)} < {HEADER.size}")
     packet.version, packet.control, packet.id, packet.shard_by = HEADER.unpack_from(payload)
@@ -117,8 +126,9 @@ def _read_payload(packet: Packet, payload: memoryview, at: int, reader, max_byte
     packet.avro_sha256 = hashlib.sha256(section).hexdigest()
     container = avro.read_header(section, packet.warnings)
     packet.container = container
-    avro.read_blocks(container, section, max_bytes, reader)
+    avro.read_blocks(container, section, max_bytes, reader, compiled)
     packet.datums = container.datums
+    packet.records = sum(container.block_counts)
 
 
 def read_kv(payload: memoryview) -> tuple[list[tuple[bytes, bytes]], int]:

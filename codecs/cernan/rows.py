@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.cernan.arrow_types import arrow_type, load_datum_schema
@@ -46,9 +47,17 @@ class PacketRows:
         self.time_unit = UNITS_US[opts.event_time_unit]
         self._reset()
 
+    @property
+    def json_only(self) -> bool:
+        """Whether the datums are wanted only as JSON text: the compiled walk can take them."""
+        return self.datum_type is None and self.time_path is None
+
     def _reset(self) -> None:
         self.packets: list[dict] = []
         self.columns: dict[str, list] = {name: [] for name in self.schema.names}
+        self.json_texts: list[bytes] = []  # `record_json`: each packet's texts back to back
+        self.json_ends: list[np.ndarray] = []  # and where each datum's text ends in the flush
+        self.json_bytes = 0
         self.rows = 0
         self.payload_bytes = 0
 
@@ -74,13 +83,12 @@ class PacketRows:
         self.payload_bytes += packet.length
 
     def _records(self, packet: Packet) -> list:
-        datums = packet.datums
-        n = len(datums)
+        n = packet.records
         if not n:
             return []
         container = packet.container
         columns = self.columns
-        times = [self._event_time(datum) for datum in datums] if self.time_path else [None] * n
+        times = [self._event_time(d) for d in packet.datums] if self.time_path else [None] * n
         shared = {
             "source_file": self.source,
             "byte_offset": packet.offset,
@@ -98,17 +106,33 @@ class PacketRows:
             columns["record_index_in_block"].extend(range(count))
         columns["record_index"].extend(range(n))
         if self.datum_type is None:
-            columns["record_json"].extend(packet.rendered)
+            text, ends = packet.rendered
+            self.json_texts.append(text)
+            self.json_ends.append(ends + self.json_bytes)
+            self.json_bytes += len(text)
         else:
             columns["record"].append(packet.rendered)  # one Arrow array per packet
         self.rows += n
         return times
 
-    def render(self, packet: Packet) -> list[bytes] | pa.Array:
-        """A packet's datums as JSON, or as one typed Arrow array (`datum_schema_file`)."""
+    def render(self, packet: Packet) -> tuple[bytes, np.ndarray] | pa.Array:
+        """A packet's datums as JSON (their texts back to back and where each ends), or as
+        one typed Arrow array (`datum_schema_file`)."""
         datums = packet.datums
         if self.datum_type is None:
-            return datums_json(datums, packet.container.schema.floats)
+            blocks = packet.container.json_blocks  # the compiled walk's
+            if len(blocks) == 1:
+                return blocks[0]
+            if blocks:
+                starts = np.cumsum([0] + [len(text) for text, _ in blocks[:-1]])
+                ends = [
+                    block_ends + start
+                    for (_, block_ends), start in zip(blocks, starts, strict=True)
+                ]
+                return b"".join(text for text, _ in blocks), np.concatenate(ends)
+            lines = datums_json(datums, packet.container.schema.floats)
+            lengths = np.fromiter(map(len, lines), np.int64, len(lines))
+            return b"".join(lines), np.cumsum(lengths)
         convert = self.convert
         return pa.array(datums if convert is None else list(map(convert, datums)), self.datum_type)
 
@@ -133,7 +157,7 @@ class PacketRows:
         row = _empty_packet_row(self.source, packet.offset, self.index, packet.length)
         row.update(complete=True, resynced=packet.resynced, warnings=packet.warnings)
         row["event_time"] = event_time
-        row["record_count"] = len(packet.datums)
+        row["record_count"] = packet.records
         if packet.version is not None:
             row.update(
                 version=packet.version,
@@ -187,6 +211,15 @@ class PacketRows:
             )
         return row
 
+    def _json_array(self) -> pa.Array:
+        """The flush's `record_json` column, built from its buffers."""
+        if self.json_bytes >= 1 << 31:
+            raise OverflowError("record_json of one flush exceeds 2 GiB")
+        offsets = np.zeros(self.rows + 1, np.int32)
+        np.concatenate(self.json_ends, out=offsets[1:], casting="unsafe")
+        data = pa.py_buffer(b"".join(self.json_texts))
+        return pa.StringArray.from_buffers(self.rows, pa.py_buffer(offsets), data)
+
     def flush(self) -> Iterator[pa.RecordBatch | TableRows]:
         """Records first, then the packets rows of the same stretch of the file."""
         if self.rows:
@@ -196,6 +229,8 @@ class PacketRows:
                 values = columns[item.name]
                 if item.name == "event_time":
                     arrays.append(pa.array(values, pa.int64()).cast(EVENT_TIME_TYPE))
+                elif item.name == "record_json":
+                    arrays.append(self._json_array())
                 elif item.name == "record":
                     arrays.append(pa.concat_arrays(values))
                 else:

@@ -7,29 +7,38 @@ each a run of length-prefixed messages with snappy bodies, like DataProxy's MQ o
   string ids and a DataProxy-style common attribute string;
 * v1: DataProxy text messages, one snappy block of 50 such items per message.
 
-Each is decoded in fresh child processes (streamed from an open file, every Arrow batch
-built). Reported: items/s and MB/s (file bytes) of the best of --repeat runs, the child's
-peak RSS and its growth over the state after imports, the Arrow pool's high-water mark and
-tracemalloc's peak in one more, untimed run, and the share of decode time spent in snappy
-decompression, measured in one more run with every decompress call timed on its own.
+and a Kafka log segment of each whose record values are the same messages. Each file and
+its segment (`kafka+inlong`) are decoded in turn in a fresh child process (streamed from an
+open file, every Arrow batch built). Reported: items/s and MB/s (file bytes) of the best of
+--repeat runs, the segment's best time and its CPU time over the file's (the carried
+payload's cost), the child's peak RSS and its growth over the state after imports, the
+Arrow pool's high-water mark and tracemalloc's peak in one more, untimed run, and the share
+of the file's CPU time the compiled snappy decoder takes on its blocks alone. Last, the
+first decode in a fresh process of a one-message file, with an empty numba cache (compiles)
+and with the cache that run filled (loads).
 
     ./wirelake bench inlong [--size-mb 50] [--repeat 3] [--json]
 """
 
 from __future__ import annotations
 
+import os
 import random
+import struct
 import time
 from pathlib import Path
 
 import harness
+import numpy as np
 
+from wirecodecs.inlong import compiled, decoder
 from wirecodecs.inlong import encoder as enc
-from wirecodecs.inlong import message
+from wirecodecs.kafka import encoder as kafka_enc
 
 ITEMS_PER_MESSAGE = 50
 WORDS = ["view", "buy", "cart", "home", "search", "pay", "ok", "fail", "cn", "de", "us", "web"]
 DATA_TIME = 1_790_000_000
+RECORDS_PER_BATCH = 16
 
 
 def _items(rng: random.Random) -> list[bytes]:
@@ -72,37 +81,89 @@ def write_file(path: Path, size_mb: int, build, seed: int = 7) -> int:
     return items
 
 
+def write_segment(path: Path, file: Path) -> None:
+    """A Kafka log segment whose record values are the messages of the length-prefixed
+    `file` (uncompressed v2 batches of RECORDS_PER_BATCH records), as DataProxy's Kafka
+    sink writes them."""
+    data = file.read_bytes()
+    values = []
+    pos = 0
+    while pos < len(data):
+        (length,) = decoder.PREFIX.unpack_from(data, pos)
+        values.append(data[pos + 4 : pos + 4 + length])
+        pos += 4 + length
+    with path.open("wb") as out:
+        for start in range(0, len(values), RECORDS_PER_BATCH):
+            records = [kafka_enc.Record(value=v) for v in values[start : start + RECORDS_PER_BATCH]]
+            out.write(kafka_enc.encode_log([kafka_enc.RecordBatch(records, base_offset=start)]))
+
+
 def decode_file(path: str) -> int:
     return harness.decode("inlong", path, {"framing": "length_prefixed"}).rows
 
 
-def _snappy_seconds(path: str) -> tuple[float, float]:
-    """(decode seconds, of which inside snappy) for one run with decompress calls timed."""
-    spent = 0.0
-    plain = message._snappy_block
-
-    def timed(data, max_decompressed):
-        nonlocal spent
-        start = time.perf_counter()
-        try:
-            return plain(data, max_decompressed)
-        finally:
-            spent += time.perf_counter() - start
-
-    message._snappy_block = timed
-    try:
-        start = time.perf_counter()
-        decode_file(path)
-        return time.perf_counter() - start, spent
-    finally:
-        message._snappy_block = plain
+def decode_segment(path: str) -> int:
+    return harness.decode("kafka+inlong", path, {}).rows
 
 
-def worker(path: str, *, repeat: int) -> dict:
-    """Inside the child: the measured runs, then the run with snappy timed."""
-    got = harness.best_of(lambda: decode_file(path), repeat)
-    total, snappy = _snappy_seconds(path)
-    return {**got, "snappy_seconds": snappy, "snappy_share": snappy / total}
+def _snappy_seconds(path: str) -> float:
+    """Seconds the compiled snappy decoder takes for every block of the file alone (one
+    call per block: an upper bound)."""
+    data = np.frombuffer(Path(path).read_bytes(), np.uint8)
+    out = np.empty(1 << 20, np.uint8)
+    spans = []
+    pos = 0
+    while pos < data.size:
+        (length,) = decoder.PREFIX.unpack_from(data, pos)
+        message = pos + 4
+        if data[message + 1] == 4:  # V4: the body after the 25-byte header
+            (size,) = struct.unpack_from(">i", data, message + 2 + 21)
+            spans.append((message + 2 + 25, size))
+        else:  # V1, one block: CreateTime, AttrDataCnt, AttrLen, Attr, ItemsLen, Compress
+            (attr_len,) = struct.unpack_from(">H", data, message + 14)
+            at = message + 16 + attr_len
+            (size,) = struct.unpack_from(">i", data, at)
+            spans.append((at + 5, size - 1))
+        pos = message + length
+    start = time.process_time()
+    for at, size in spans:
+        compiled.snappy(data, at, at + size, out, 1 << 27)
+    return time.process_time() - start
+
+
+def _timed(run) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def worker(path: str, segment: str, *, repeat: int) -> dict:
+    """Inside the child: the file and the segment decoded in turn `repeat` times (best
+    wall and CPU time of each), then the memory figures of the file decoder, and the
+    snappy share of its CPU time."""
+    best = {"file": [float("inf")] * 2, "kafka": [float("inf")] * 2}
+    for _ in range(repeat):
+        for name, run in (
+            ("file", lambda: decode_file(path)),
+            ("kafka", lambda: decode_segment(segment)),
+        ):
+            best[name] = [min(pair) for pair in zip(best[name], _timed(run), strict=True)]
+    got = harness.best_of(lambda: decode_file(path), 1)
+    got["seconds"], got["cpu_seconds"] = best["file"]
+    got["kafka_seconds"], got["kafka_cpu_seconds"] = best["kafka"]
+    got["kafka_ratio"] = got["kafka_cpu_seconds"] / got["cpu_seconds"]
+    got["snappy_share"] = _snappy_seconds(path) / got["cpu_seconds"]
+    return got
+
+
+def first_call(path: str, *, repeat: int) -> dict:
+    """Inside a fresh child: seconds of the first and the second decode of a small file
+    (the first loads, or compiles, the numba code)."""
+    del repeat
+    first, _ = _timed(lambda: decode_file(path))
+    second, _ = _timed(lambda: decode_file(path))
+    return {"first_seconds": first, "second_seconds": second}
 
 
 def bench(args, tmp: Path) -> list[dict]:
@@ -110,10 +171,19 @@ def bench(args, tmp: Path) -> list[dict]:
     for shape, build in SHAPES.items():
         path = tmp / f"{shape}_snappy.bin"
         items = write_file(path, args.size_mb, build)
-        got = harness.measure(__file__, [path], args.repeat)
+        segment = tmp / f"{shape}_kafka.log"
+        write_segment(segment, path)
+        got = harness.measure(__file__, [path, segment], args.repeat)
         results.append(
             harness.result(got, items, path, label=f"{shape}:", unit="items", file=shape)
         )
+    small = tmp / "small.bin"
+    small.write_bytes(enc.length_prefixed([_v4(random.Random(7), 0)]))
+    cache = tmp / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    for cold in (True, False):  # an empty numba cache, then the one the first run filled
+        got = harness.measure(__file__, ["first", small], 1, env)
+        results.append({"file": "first call", "cold_cache": cold, **got})
     return results
 
 
@@ -127,18 +197,34 @@ COLUMNS: list[harness.Column] = [
     *harness.MEMORY_COLUMNS[:3],
     ("traced MB", ">11.0f", "traced_peak_mb"),
     ("snappy share", ">14.1%", "snappy_share"),
+    ("kafka+inlong s", ">16.2f", "kafka_seconds"),
+    ("kafka/file CPU", ">16.2f", "kafka_ratio"),
 ]
 
 
 def _print_table(results: list[dict]) -> None:
     harness.print_table(
-        results,
+        [r for r in results if "items" in r],
         COLUMNS,
-        f"{harness.machine('file')}; MB = file bytes (snappy-compressed bodies); snappy share "
-        "= time inside the decompress calls / decode time, in a separate run with each call "
-        "timed",
+        f"{harness.machine('file')}; MB = file bytes (snappy-compressed bodies); best s and "
+        "kafka+inlong s: best wall time, file and segment decoded in turn; kafka/file CPU = "
+        "ratio of their best CPU times; snappy share = CPU time of the compiled snappy "
+        "decoder alone on every block / the file's best CPU time",
     )
+    for r in results:
+        if "first_seconds" in r:
+            cache = "cold (compiles)" if r["cold_cache"] else "warm (loads)"
+            print(
+                f"first decode of a one-message file in a fresh process, numba cache {cache}: "
+                f"{r['first_seconds']:.2f} s; the second: {r['second_seconds'] * 1000:.1f} ms"
+            )
+
+
+def _worker(*args: str, repeat: int) -> dict:
+    if args[0] == "first":
+        return first_call(args[1], repeat=repeat)
+    return worker(*args, repeat=repeat)
 
 
 if __name__ == "__main__":
-    raise SystemExit(harness.main(__doc__, "size of each file (MB)", worker, bench, _print_table))
+    raise SystemExit(harness.main(__doc__, "size of each file (MB)", _worker, bench, _print_table))

@@ -690,7 +690,7 @@ class Columns:
         """The byte_offset column and the value columns (`INLONG_SCHEMA` without
         source_file) of every row walked."""
         n = int(self._used[B_ROWS])
-        rows = self._rows[:n].T
+        rows = _columns(self._rows, n)
         version = rows[R_VERSION]
         v4 = version == 4
         shared = self._shared_columns(rows[R_TABLE])
@@ -749,6 +749,17 @@ class Columns:
                 pa.array(_offsets(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
             ),
         }
+
+
+@njit(cache=True, nogil=True)
+def _columns(rows, count):
+    """The first `count` rows of the row-major `rows` as contiguous columns, in one pass
+    (numpy's transposed copy reads each column across all rows)."""
+    out = np.empty((rows.shape[1], count), np.int64)
+    for r in range(count):
+        for k in range(rows.shape[1]):
+            out[k, r] = rows[r, k]
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -54,7 +54,12 @@ class PacketRows:
 
     def _reset(self) -> None:
         self.packets: list[dict] = []
-        self.columns: dict[str, list] = {name: [] for name in self.schema.names}
+        self.shared: dict[str, list] = {name: [] for name in _SHARED}  # a value per packet
+        self.counts: list[int] = []  # records per packet
+        self.blocks_per_packet: list[int] = []
+        self.block_counts: list[int] = []  # records per block, every packet's
+        self.times: list[int | None] = []  # a value per record (`event_time_field`)
+        self.typed: list[pa.Array] = []  # the `record` column: an array per packet
         self.json_texts: list[bytes] = []  # `record_json`: each packet's texts back to back
         self.json_ends: list[np.ndarray] = []  # and where each datum's text ends in the flush
         self.json_bytes = 0
@@ -83,35 +88,33 @@ class PacketRows:
         self.payload_bytes += packet.length
 
     def _records(self, packet: Packet) -> list:
+        """Note the packet's records: its shared values once, spread over its rows at flush."""
         n = packet.records
         if not n:
             return []
         container = packet.container
-        columns = self.columns
-        times = [self._event_time(d) for d in packet.datums] if self.time_path else [None] * n
-        shared = {
-            "source_file": self.source,
-            "byte_offset": packet.offset,
-            "packet_index": self.index,
-            "id": packet.id,
-            "shard_by": packet.shard_by,
-            "schema_fingerprint": container.schema.fingerprint,
-            "schema_full_name": container.schema.full_name,
-        }
-        for name, value in shared.items():
-            columns[name].extend([value] * n)
-        columns["event_time"].extend(times)
-        for block, count in enumerate(container.block_counts):
-            columns["block_index"].extend([block] * count)
-            columns["record_index_in_block"].extend(range(count))
-        columns["record_index"].extend(range(n))
+        shared = (
+            packet.offset,
+            self.index,
+            packet.id,
+            packet.shard_by,
+            container.schema.fingerprint,
+            container.schema.full_name,
+        )
+        for values, value in zip(self.shared.values(), shared, strict=True):
+            values.append(value)
+        self.counts.append(n)
+        self.blocks_per_packet.append(len(container.block_counts))
+        self.block_counts += container.block_counts
+        times = [self._event_time(d) for d in packet.datums] if self.time_path else []
+        self.times += times
         if self.datum_type is None:
             text, ends = packet.rendered
             self.json_texts.append(text)
             self.json_ends.append(ends + self.json_bytes)
             self.json_bytes += len(text)
         else:
-            columns["record"].append(packet.rendered)  # one Arrow array per packet
+            self.typed.append(packet.rendered)  # one Arrow array per packet
         self.rows += n
         return times
 
@@ -220,22 +223,40 @@ class PacketRows:
         data = pa.py_buffer(b"".join(self.json_texts))
         return pa.StringArray.from_buffers(self.rows, pa.py_buffer(offsets), data)
 
+    def _record_arrays(self) -> list[pa.Array]:
+        """The flush's records columns: each packet's shared values spread over its rows by
+        one `take`, the indexes counted in numpy."""
+        rows = np.arange(self.rows)
+        counts = np.array(self.counts, np.int64)
+        of_packet = pa.array(np.repeat(np.arange(counts.size), counts))
+        block_counts = np.array(self.block_counts, np.int64)
+        blocks = np.array(self.blocks_per_packet, np.int64)
+        first_block = np.repeat(np.cumsum(blocks) - blocks, blocks)
+        block_index = np.arange(block_counts.size) - first_block
+        columns = {
+            name: pa.array(values, self.schema.field(name).type).take(of_packet)
+            for name, values in self.shared.items()
+        }
+        columns["source_file"] = pa.array([self.source]).take(pa.array(np.zeros_like(rows)))
+        columns["block_index"] = pa.array(np.repeat(block_index, block_counts).astype(np.int32))
+        block_starts = np.cumsum(block_counts) - block_counts
+        columns["record_index_in_block"] = pa.array(rows - np.repeat(block_starts, block_counts))
+        columns["record_index"] = pa.array(rows - np.repeat(np.cumsum(counts) - counts, counts))
+        if self.time_path:
+            times = pa.array(self.times, pa.int64()).cast(EVENT_TIME_TYPE)
+        else:
+            times = pa.nulls(self.rows, EVENT_TIME_TYPE)
+        columns["event_time"] = times
+        if self.datum_type is None:
+            columns["record_json"] = self._json_array()
+        else:
+            columns["record"] = pa.concat_arrays(self.typed)
+        return [columns[name] for name in self.schema.names]
+
     def flush(self) -> Iterator[pa.RecordBatch | TableRows]:
         """Records first, then the packets rows of the same stretch of the file."""
         if self.rows:
-            columns = self.columns
-            arrays = []
-            for item in self.schema:
-                values = columns[item.name]
-                if item.name == "event_time":
-                    arrays.append(pa.array(values, pa.int64()).cast(EVENT_TIME_TYPE))
-                elif item.name == "record_json":
-                    arrays.append(self._json_array())
-                elif item.name == "record":
-                    arrays.append(pa.concat_arrays(values))
-                else:
-                    arrays.append(pa.array(values, item.type))
-            batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+            batch = pa.RecordBatch.from_arrays(self._record_arrays(), schema=self.schema)
             yield from in_batches(batch, self.batch_rows)
         if self.packets:
             rows = self.packets
@@ -247,6 +268,14 @@ class PacketRows:
         self._reset()
 
 
+_SHARED = (  # the records columns a packet's rows share, in `_records`' order
+    "byte_offset",
+    "packet_index",
+    "id",
+    "shard_by",
+    "schema_fingerprint",
+    "schema_full_name",
+)
 _EMPTY_PACKET = {name: None for name in PACKETS_SCHEMA.names}
 
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import chain
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
@@ -39,7 +40,7 @@ from wirecodecs.heka.message import (
     DEFAULT_SEVERITY,
     FIELD_MEMBERS,
     HASH_FUNCTIONS,
-    VALUE_TYPES,
+    HMAC_STATUSES,
     Field,
     Header,
     Message,
@@ -48,6 +49,7 @@ from wirecodecs.heka.message import (
 )
 from wirecodecs.heka.options import HekaOptions
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
+from wirecodecs.heka.texts import VALUE_TYPE_NAMES, text_lists, texts
 from wirecodecs.inflate import Inflated, RawSource
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 from wirecodecs.stream import StreamWindow
@@ -159,6 +161,24 @@ def _later_frame(view: memoryview, max_len: int) -> int:
     return -1
 
 
+def _compiled():
+    """The compiled walk's column module (`columns`, with its kernels `columns.fp`), unless
+    numba is missing or the environment sets WIRELAKE_PURE_PYTHON: None means the pure
+    walk (`_pure_walk`) takes every stream."""
+    if os.environ.get("WIRELAKE_PURE_PYTHON"):
+        return None
+    try:
+        from wirecodecs.heka import columns
+    except ImportError:
+        return None
+    return columns
+
+
+COMPILED = _compiled()  # chosen once, at import (tests set it to run both walks)
+_FRAME_TABLE = 4096  # frames listed per compiled framing call
+_SPARE_BYTES = 16 << 20  # inflated snappy bodies held at once (beyond one frame's)
+
+
 def _walk(
     window: StreamWindow,
     source: str,
@@ -166,6 +186,181 @@ def _walk(
     opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
+    if COMPILED is None:
+        return _pure_walk(window, source, acc, opts, keys)
+    return _compiled_walk(COMPILED, window, source, acc, opts, keys)
+
+
+def _compiled_walk(
+    columns,
+    window: StreamWindow,
+    source: str,
+    acc: FileAccounting,
+    opts: HekaOptions,
+    keys: Mapping[str, bytes],
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """The walk of `_pure_walk`, a buffered view at a time: `fastpath.frames` lists its
+    frames, the snappy candidates are inflated and the signatures checked here (C calls
+    per frame), `fastpath.messages` appends the rows to the flush's column buffers."""
+    fp = columns.fp
+    max_len = opts.max_message_size
+    buffers = columns.Buffers(source, opts.batch_rows)
+    table = np.empty((fp.FRAME_ROWS, _FRAME_TABLE), np.int64)
+    signers: dict[tuple[bytes, int], bytes | None] = {}
+    after_garbage = False
+    need = 3
+    while True:
+        have = window.fill(need)
+        if have == 0:
+            break
+        view = window.peek(have)
+        if have < need and view[0] == RS:  # the stream ends inside a frame candidate
+            if _stream_ends(window, acc, view, _probe(view, 0, max_len)[2], after_garbage, max_len):
+                break
+            after_garbage, need = True, 3
+            continue
+        data = np.frombuffer(view, np.uint8)
+        pos, need, count, skipped, after_garbage = fp.frames(data, max_len, table, after_garbage)
+        acc.count_skipped(skipped)
+        yield from _compiled_rows(
+            columns,
+            buffers,
+            view,
+            data,
+            table,
+            count,
+            window.offset,
+            source,
+            acc,
+            max_len,
+            keys,
+            signers,
+        )
+        window.consume(pos)
+        need = need or 3
+    if buffers.rows:
+        yield buffers.flush()
+
+
+def _compiled_rows(
+    columns, buffers, view, data, table, count, base, source, acc, max_len, keys, signers
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """Rows (or quarantined frames) for the `count` frames listed in `table`."""
+    fp = columns.fp
+    first = 0
+    while first < count:
+        last, spare = _inflate(view, table, first, count, max_len, fp)
+        _verify(view, table, first, last, keys, signers, fp)
+        while first < last:
+            rows, frame_bytes = int(buffers.used[fp.U_ROWS]), int(buffers.used[fp.U_FRAME_BYTES])
+            first, why = fp.messages(
+                data,
+                spare,
+                table,
+                first,
+                last,
+                base,
+                buffers.batch_rows,
+                FLUSH_BYTES,
+                buffers.buffers,
+                buffers.used,
+            )
+            added = int(buffers.used[fp.U_ROWS]) - rows
+            acc.bytes_decoded += int(buffers.used[fp.U_FRAME_BYTES]) - frame_bytes
+            acc.frames_good += added
+            acc.records_good += added
+            if why == fp.FULL:
+                yield buffers.flush()
+            elif why == fp.GROW:
+                buffers.grow(int(max(table[fp.F_BODY_LEN, first], table[fp.F_INFLATED_LEN, first])))
+            elif why == fp.BAD:
+                if buffers.rows:
+                    yield buffers.flush()
+                start, size, body, length = table[
+                    [fp.F_START, fp.F_SIZE, fp.F_BODY, fp.F_BODY_LEN], first
+                ].tolist()
+                try:
+                    _body_message(bytes(view[body : body + length]), max_len, {})
+                except DecodeError as err:
+                    yield _quarantine(view[start : start + size], base + start, source, acc, err)
+                else:
+                    raise RuntimeError(
+                        f"heka: the compiled walk rejects the frame at {base + start}"
+                    )
+                first += 1
+
+
+def _inflate(view, table, first, count, max_len, fp) -> tuple[int, np.ndarray]:
+    """The snappy trial's inflation for frames from `first` (snappy candidates only, those
+    that inflate), back to back, until `_SPARE_BYTES` are held: (frame after the last one
+    done, the inflated bodies)."""
+    pieces, held = [], 0
+    candidates = np.flatnonzero(table[fp.F_MAYBE_SNAPPY, first:count]) + first
+    for f in candidates.tolist():
+        if held >= _SPARE_BYTES:
+            return f, np.frombuffer(b"".join(pieces), np.uint8)
+        body = table[fp.F_BODY, f]
+        try:
+            piece = decompress(
+                "snappy", bytes(view[body : body + table[fp.F_BODY_LEN, f]]), max_len, fmt=FORMAT
+            )
+        except DecodeError:
+            continue
+        table[fp.F_INFLATED, f] = held
+        table[fp.F_INFLATED_LEN, f] = len(piece)
+        pieces.append(piece)
+        held += len(piece)
+    return count, np.frombuffer(b"".join(pieces), np.uint8)
+
+
+def _verify(view, table, first, last, keys, signers, fp) -> None:
+    """The HMAC verdicts of the signed frames `first:last`, as codes in their F_STATUS."""
+    signed = np.flatnonzero(table[fp.F_HMAC_LEN, first:last] >= 0) + first
+    if not len(signed):
+        return
+    rows = [
+        fp.F_HASH,
+        fp.F_SIGNER,
+        fp.F_SIGNER_LEN,
+        fp.F_VERSION,
+        fp.F_HMAC,
+        fp.F_HMAC_LEN,
+        fp.F_BODY,
+        fp.F_BODY_LEN,
+    ]
+    codes = []
+    for code, signer, signer_len, version, at, length, body, body_len in zip(
+        *table[rows][:, signed].tolist(), strict=True
+    ):
+        named = (bytes(view[signer : signer + signer_len]) if signer_len >= 0 else None, version)
+        key = signers.get(named, _UNSEEN)
+        if key is _UNSEEN:
+            key = signers[named] = _signing_key(
+                keys, named[0], None if version == fp.NONE else version
+            )
+        verdict = _verdict(
+            0 if code == fp.NONE else code,
+            key,
+            view[body : body + body_len],
+            view[at : at + length],
+        )
+        codes.append(_STATUS_CODES[verdict])
+    table[fp.F_STATUS, signed] = codes
+
+
+_UNSEEN = object()
+_STATUS_CODES = {status: code for code, status in enumerate(HMAC_STATUSES)}
+
+
+def _pure_walk(
+    window: StreamWindow,
+    source: str,
+    acc: FileAccounting,
+    opts: HekaOptions,
+    keys: Mapping[str, bytes],
+) -> Iterator[pa.RecordBatch | Quarantined]:
+    """The walk in pure Python (hosts without numba; the twin the tests hold the compiled
+    walk to)."""
     max_len = opts.max_message_size
     rows = _Rows(source, opts.batch_rows)
     fields_seen: dict[bytes, Field] = {}  # parse_message's memo of Fields, for this stream
@@ -193,16 +388,10 @@ def _walk(
             if have >= need:  # more may come: ask for what the frame needs
                 need = size
                 continue
-            if header is None and (later := _later_frame(view, max_len)) > 0:
-                _skip(window, acc, later)  # a bogus header length swallowed real frames
-                after_garbage, need, view = True, 3, None
-                continue
-            if after_garbage and header is None:
-                _skip(window, acc, have)
-            else:
-                acc.count_truncated_tail(have)
-                window.consume(have)
-            break
+            if _stream_ends(window, acc, view, header, after_garbage, max_len):
+                break
+            after_garbage, need, view = True, 3, None
+            continue
         start = window.offset
         frame = view[:size]
         window.consume(size)
@@ -218,6 +407,28 @@ def _walk(
         if rows.full:
             yield from rows.flush()
     yield from rows.flush()
+
+
+def _stream_ends(
+    window: StreamWindow,
+    acc: FileAccounting,
+    view: memoryview,
+    header: Header | None,
+    after_garbage: bool,
+    max_len: int,
+) -> bool:
+    """The stream ends inside the frame candidate at the position (`view`: all that is
+    left; `header`: its header, when read): a truncated tail, or garbage. False when a
+    bogus header length swallowed real frames: those are skipped to, and the walk goes on."""
+    if header is None and (later := _later_frame(view, max_len)) > 0:
+        _skip(window, acc, later)
+        return False
+    if after_garbage and header is None:
+        _skip(window, acc, len(view))
+    else:
+        acc.count_truncated_tail(len(view))
+        window.consume(len(view))
+    return True
 
 
 def _skip(window: StreamWindow, acc: FileAccounting, n: int) -> None:
@@ -316,15 +527,27 @@ def _hmac_status(header: Header, body: bytes, keys: Mapping[str, bytes]) -> str 
     unsupported_hash (a hash function code other than MD5/SHA1)."""
     if header.hmac is None:
         return None
-    code = header.hmac_hash_function or 0
+    return _verdict(
+        header.hmac_hash_function or 0,
+        _signing_key(keys, header.hmac_signer, header.hmac_key_version),
+        body,
+        header.hmac,
+    )
+
+
+def _signing_key(keys: Mapping[str, bytes], signer: bytes | None, version: int | None):
+    """The key of "<signer>_<version>" (signer as UTF-8 text, absent version 0), or None."""
+    return keys.get(f"{(signer or b'').decode('utf-8', 'replace')}_{version or 0}")
+
+
+def _verdict(code: int, key: bytes | None, body, signature) -> str:
+    """A signed body's HMAC verdict (see `_hmac_status`)."""
     if code not in (0, 1):
         return "unsupported_hash"
-    signer = (header.hmac_signer or b"").decode("utf-8", "replace")
-    key = keys.get(f"{signer}_{header.hmac_key_version or 0}")
     if key is None:
         return "unknown_signer"
     digest = hmac.digest(key, body, "sha1" if code else "md5")
-    return "valid" if hmac.compare_digest(digest, header.hmac) else "invalid_digest"
+    return "valid" if hmac.compare_digest(digest, signature) else "invalid_digest"
 
 
 def _maybe_snappy(body: bytes, max_len: int) -> bool:
@@ -426,16 +649,6 @@ def _row(
 _TWINNED = frozenset(("uuid", "type", "logger", "payload", "env_version", "hostname"))
 
 
-class _ValueTypeNames(dict):
-    """Field.value_type codes to their names (absent means STRING); other codes as text."""
-
-    def __missing__(self, code: int) -> str:
-        return str(code)
-
-
-_VALUE_TYPE_NAMES = _ValueTypeNames({None: "STRING", **dict(enumerate(VALUE_TYPES))})
-
-
 class _Rows:
     """Records decoded since the last flush, turned into Arrow columns in one go.
 
@@ -481,61 +694,15 @@ class _Rows:
         }
         for name, values in zip(RowValues._fields, zip(*self.rows, strict=True), strict=True):
             if name in _TWINNED:
-                arrays[name], arrays[f"{name}_raw"] = _texts(values)
+                arrays[name], arrays[f"{name}_raw"] = texts(values)
             elif name == "hmac_signer":
-                arrays[name] = _texts(values)[0]
+                arrays[name] = texts(values)[0]
             else:
                 arrays[name] = pa.array(values, HEKA_SCHEMA.field(name).type)
         self._reset()
         yield pa.RecordBatch.from_arrays(
             [arrays[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
         )
-
-
-def _text(raw: bytes | None) -> tuple[str | None, bytes | None]:
-    """A string as text, and its bytes when they are not UTF-8 (else None)."""
-    if raw is None:
-        return None, None
-    try:
-        return raw.decode(), None
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", "replace"), raw
-
-
-def _all_utf8(values: Iterable[bytes | None]) -> bool:
-    """Whether every value is UTF-8, checked in one decode: joined by NUL bytes, which no
-    multi-byte sequence can span, the whole is UTF-8 exactly when each value is."""
-    try:
-        b"\0".join(filter(None, values)).decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _texts(values: Sequence[bytes | None]) -> tuple[pa.Array, pa.Array]:
-    """A string column and its `*_raw` twin from bytes (None: null). The common case, all
-    UTF-8, is the bytes as they are, seen as strings; else value by value (`_text`)."""
-    if _all_utf8(values):
-        return pa.array(values, pa.binary()).view(pa.string()), pa.nulls(len(values), pa.binary())
-    texts, raws = zip(*map(_text, values), strict=True)
-    return pa.array(texts, pa.string()), pa.array(raws, pa.binary())
-
-
-def _text_lists(lists: Sequence[tuple[bytes, ...]]) -> tuple[pa.Array, pa.Array]:
-    """The fields' `value_string` and `value_string_raw` (every element's bytes where any
-    element of that Field is not UTF-8, else null), like `_texts` for lists."""
-    if _all_utf8(chain.from_iterable(lists)):
-        texts = pa.array(lists, pa.list_(pa.binary())).view(pa.list_(pa.string()))
-        return texts, pa.nulls(len(lists), pa.list_(pa.binary()))
-    texts, raws = [], []
-    for values in lists:
-        try:
-            texts.append(tuple(map(bytes.decode, values)))
-            raws.append(None)
-        except UnicodeDecodeError:
-            texts.append(tuple(value.decode("utf-8", "replace") for value in values))
-            raws.append(values)
-    return pa.array(texts, pa.list_(pa.string())), pa.array(raws, pa.list_(pa.binary()))
 
 
 def _fields_column(fields: list[Field], ends: list[int]) -> pa.Array:
@@ -565,10 +732,10 @@ def _field_structs(fields: list[Field]) -> pa.StructArray:
     columns = zip(*fields, strict=True) if fields else [()] * len(FIELD_MEMBERS)
     names, codes, representations, strings, blobs, integers, doubles, bools, unknown = columns
     children = [
-        *_texts(names),
-        pa.array(list(map(_VALUE_TYPE_NAMES.__getitem__, codes)), pa.string()),
-        *_texts(representations),
-        *_text_lists(strings),
+        *texts(names),
+        pa.array(list(map(VALUE_TYPE_NAMES.__getitem__, codes)), pa.string()),
+        *texts(representations),
+        *text_lists(strings),
         pa.array(blobs, pa.list_(pa.binary())),
         pa.array(integers, pa.list_(pa.int64())),
         pa.array(doubles, pa.list_(pa.float64())),

@@ -27,6 +27,8 @@ FORMAT = "heka"
 
 VALUE_TYPES = ("STRING", "BYTES", "INTEGER", "DOUBLE", "BOOL")  # Field.ValueType by code
 HASH_FUNCTIONS = ("MD5", "SHA1")  # Header.HmacHashFunction by code
+# The decoder's HMAC verdicts on a signed body (the compiled walk keeps them as codes)
+HMAC_STATUSES = ("valid", "invalid_digest", "unknown_signer", "unsupported_hash")
 DEFAULT_SEVERITY = 7  # message.proto: optional int32 severity = 5 [default = 7]
 
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5  # protobuf wire types

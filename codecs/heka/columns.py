@@ -1,0 +1,214 @@
+"""The column buffers the compiled walk (`fastpath.messages`) fills, and the Arrow batch
+built from them at a flush: every column from numpy buffers at once (offsets from the
+lengths, validity from the nulls), strings checked for UTF-8 per column in Arrow.
+
+The values are those of the pure walk's flush (`decoder._Rows`), column by column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from wirecodecs.heka import fastpath as fp
+from wirecodecs.heka.message import DEFAULT_SEVERITY, HASH_FUNCTIONS, HMAC_STATUSES, VALUE_TYPES
+from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
+from wirecodecs.heka.texts import VALUE_TYPE_NAMES, arrow_text_lists, arrow_texts
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+
+_NS_PER_US = 1000
+_EVENT_NS_MIN = EVENT_TIME_MIN_MS * 1_000_000
+_EVENT_NS_MAX = EVENT_TIME_MAX_MS * 1_000_000 + 999_999
+_TWINNED = (  # text columns with a `*_raw` twin, by their buffer
+    ("uuid", fp.T_UUID),
+    ("type", fp.T_TYPE),
+    ("logger", fp.T_LOGGER),
+    ("payload", fp.T_PAYLOAD),
+    ("env_version", fp.T_ENV_VERSION),
+    ("hostname", fp.T_HOSTNAME),
+)
+_START_ROWS, _START_FIELDS, _START_ELEMENTS, _START_BYTES = 256, 1024, 4096, 1 << 16
+
+
+def _names(names: tuple[str, ...]) -> pa.Array:
+    """A few strings, to `take` a column's values from by code."""
+    return pa.array(names, pa.string())
+
+
+def _validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    nulls = len(valid) - int(np.count_nonzero(valid))
+    return (pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None), nulls
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(sizes) + 1, np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets
+
+
+def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A binary array of values back to back in `data`, sized by `lengths` (-1: null)."""
+    offsets = _offsets(np.maximum(lengths, 0))
+    validity, nulls = _validity(lengths >= 0)
+    values = pa.py_buffer(data[: offsets[-1]].copy())
+    return pa.Array.from_buffers(
+        pa.binary(), len(lengths), [validity, pa.py_buffer(offsets), values], null_count=nulls
+    )
+
+
+def _lists(counts: np.ndarray, values: pa.Array) -> pa.Array:
+    return pa.ListArray.from_arrays(pa.array(_offsets(counts)), values)
+
+
+def _masked(values: np.ndarray, absent: np.ndarray, type_: pa.DataType) -> pa.Array:
+    return pa.array(values, type_, mask=absent if absent.any() else None)
+
+
+class Buffers:
+    """One flush's rows as the compiled walk appends them (layout: `fastpath`), grown on
+    demand: memory stays bounded by the flush (`batch_rows` rows or FLUSH_BYTES of
+    frames) and the largest body."""
+
+    def __init__(self, source: str, batch_rows: int) -> None:
+        self.source = source
+        self.batch_rows = batch_rows
+        rows = min(batch_rows, _START_ROWS)
+        self.buffers = (
+            np.empty((fp.ROW_ROWS, rows), np.int64),
+            np.empty((fp.ROW_TEXTS, rows), np.int64),
+            np.empty((fp.FIELD_ROWS, _START_FIELDS), np.int64),
+            np.empty((fp.ELEMENT_ROWS, _START_ELEMENTS), np.int64),
+            tuple(np.empty(_START_BYTES, np.uint8) for _ in range(fp.TEXTS)),
+        )
+        self.used = np.zeros(fp.USED, np.int64)
+
+    @property
+    def rows(self) -> int:
+        return int(self.used[fp.U_ROWS])
+
+    def grow(self, body_bytes: int) -> None:
+        """Room for one more message of `body_bytes` (`fastpath.room`)."""
+        rows, lengths, fields, elements, texts = self.buffers
+        used = self.used
+        field_room, element_room, text_room = fp.room(body_bytes)
+        row_need = min(max(2 * rows.shape[1], used[fp.U_ROWS] + 1), self.batch_rows)
+
+        def wider(table: np.ndarray, need: int) -> np.ndarray:
+            if need <= table.shape[-1]:
+                return table
+            out = np.empty((*table.shape[:-1], max(need, 2 * table.shape[-1])), table.dtype)
+            out[..., : table.shape[-1]] = table
+            return out
+
+        element_need = max(used[fp.U_ELEMENTS : fp.U_TEXTS]) + element_room
+        self.buffers = (
+            wider(rows, row_need),
+            wider(lengths, row_need),
+            wider(fields, used[fp.U_FIELDS] + field_room),
+            wider(elements, element_need),
+            tuple(
+                wider(text, used[fp.U_TEXTS + column] + text_room)
+                for column, text in enumerate(texts)
+            ),
+        )
+
+    def flush(self) -> pa.RecordBatch:
+        """The rows so far as a batch; the buffers are then empty (their values copied)."""
+        used = self.used
+        n, nf = int(used[fp.U_ROWS]), int(used[fp.U_FIELDS])
+        rows_, lengths_, fields_, elements_, texts = self.buffers
+        rows, lengths, fields = rows_[:, :n].copy(), lengths_[:, :n], fields_[:, :nf].copy()
+        elements = [
+            elements_[kind, : used[fp.U_ELEMENTS + kind]].copy() for kind in range(fp.ELEMENT_ROWS)
+        ]
+        columns = {
+            "source_file": pa.repeat(pa.scalar(self.source, pa.string()), n),
+            "byte_offset": pa.array(rows[fp.R_OFFSET]),
+            "frame_length": pa.array(rows[fp.R_LENGTH].astype(np.int32)),
+            "fields": self._fields(fields, elements, texts, rows[fp.R_FIELDS]),
+        }
+        status = rows[fp.R_STATUS]
+        unsigned = status < 0
+        columns["hmac_valid"] = _masked(status == 0, unsigned, pa.bool_())
+        columns["hmac_status"] = _names(HMAC_STATUSES).take(pa.array(status, mask=unsigned))
+        timestamp = rows[fp.R_TIMESTAMP]
+        columns["timestamp"] = pa.array(timestamp)
+        columns["event_time"] = _masked(
+            timestamp // _NS_PER_US,
+            (timestamp < _EVENT_NS_MIN) | (timestamp > _EVENT_NS_MAX),
+            HEKA_SCHEMA.field("event_time").type,
+        )
+        for name, column in _TWINNED:
+            columns[name], columns[f"{name}_raw"] = arrow_texts(
+                _binary(lengths[column], texts[column])
+            )
+        columns["uuid_valid"] = pa.array(rows[fp.R_UUID_VALID].astype(bool))
+        severity = rows[fp.R_SEVERITY]
+        absent = severity == fp.NONE
+        columns["severity"] = pa.array(
+            np.where(absent, DEFAULT_SEVERITY, severity).astype(np.int32)
+        )
+        columns["severity_present"] = pa.array(~absent)
+        pid = rows[fp.R_PID]
+        columns["pid"] = _masked(pid.astype(np.int32), pid == fp.NONE, pa.int32())
+        columns["unknown_fields"] = _binary(lengths[fp.T_UNKNOWN], texts[fp.T_UNKNOWN])
+        columns["hmac_hash_function"] = _hash_names(rows[fp.R_HASH])
+        columns["hmac_signer"] = arrow_texts(_binary(lengths[fp.T_SIGNER], texts[fp.T_SIGNER]))[0]
+        version = rows[fp.R_VERSION]
+        columns["hmac_key_version"] = _masked(version, version == fp.NONE, pa.int64())
+        columns["hmac"] = _binary(lengths[fp.T_HMAC], texts[fp.T_HMAC])
+        columns["body_encoding"] = _names(("protobuf", "snappy")).take(rows[fp.R_SNAPPY])
+        used[:] = 0
+        return pa.RecordBatch.from_arrays(
+            [columns[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
+        )
+
+    @staticmethod
+    def _fields(fields, elements, texts, counts) -> pa.Array:
+        """The list<struct> `fields` column; row i has `counts[i]` Fields."""
+        strings = _lists(
+            fields[fp.FD_COUNTS + fp.E_STRING],
+            _binary(elements[fp.E_STRING], texts[fp.T_STRING]),
+        )
+        children = [
+            *arrow_texts(_binary(fields[fp.FD_NAME], texts[fp.T_NAME])),
+            _type_names(fields[fp.FD_TYPE]),
+            *arrow_texts(_binary(fields[fp.FD_REPRESENTATION], texts[fp.T_REPRESENTATION])),
+            *arrow_text_lists(strings),
+            _lists(
+                fields[fp.FD_COUNTS + fp.E_BYTES],
+                _binary(elements[fp.E_BYTES], texts[fp.T_BYTES]),
+            ),
+            _lists(fields[fp.FD_COUNTS + fp.E_INTEGER], pa.array(elements[fp.E_INTEGER])),
+            _lists(
+                fields[fp.FD_COUNTS + fp.E_DOUBLE],
+                pa.array(elements[fp.E_DOUBLE].view(np.float64)),
+            ),
+            _lists(fields[fp.FD_COUNTS + fp.E_BOOL], pa.array(elements[fp.E_BOOL].astype(bool))),
+            _binary(fields[fp.FD_UNKNOWN], texts[fp.T_FIELD_UNKNOWN]),
+        ]
+        structs = pa.StructArray.from_arrays(children, fields=list(FIELD_TYPE))
+        return pa.ListArray.from_arrays(
+            pa.array(_offsets(counts)), structs, type=HEKA_SCHEMA.field("fields").type
+        )
+
+
+def _type_names(codes: np.ndarray) -> pa.Array:
+    """Field.value_type codes (absent: 0) as their names, another code as its number."""
+    if ((codes >= 0) & (codes < len(VALUE_TYPES))).all():
+        return _names(VALUE_TYPES).take(codes)
+    return pa.array([VALUE_TYPE_NAMES[code] for code in codes.tolist()], pa.string())
+
+
+def _hash_names(codes: np.ndarray) -> pa.Array:
+    """hmac_hash_function: MD5 or SHA1, another code as its number, null when absent."""
+    absent = codes == fp.NONE
+    known = absent | (codes == 0) | (codes == 1)
+    if known.all():
+        return _names(HASH_FUNCTIONS).take(pa.array(np.where(absent, 0, codes), mask=absent))
+    return pa.array(
+        [
+            None if code == fp.NONE else HASH_FUNCTIONS[code] if code in (0, 1) else str(code)
+            for code in codes.tolist()
+        ],
+        pa.string(),
+    )

@@ -1,0 +1,508 @@
+"""The Heka walk compiled with numba: framing, header and message reading in batches.
+
+`frames` walks a buffered view of the stream as the pure walk does (docs/heka.md, "Record
+framing": separator, header length, unit separator, a header that parses, a
+`message_length` in range; else skip and resync) and lists its frames in a table.
+`messages` reads the bodies of listed frames (the snappy trial's inflated bodies given
+beside the stream) and appends each row to the column buffers of a `Buffers`: numbers in
+int64 tables, strings copied back to back per column with their lengths (-1 for null),
+so a flush builds every Arrow column from buffers, without a Python object per message.
+
+One protobuf walk (`_token`) serves the header, the message and its Fields, with proto2
+semantics as `message.py` reads them: last scalar wins, repeated values append, packed and
+unpacked numerics both accepted, a known number with another wire type unknown; varints of
+up to 10 bytes keep their low 64 bits and say whether bits past them were set (such a key
+matches no field; such a bool is true). The compiled code checks every bound and reports
+only success or failure: on failure the decoder reads the body again with the pure reader,
+which raises the exact DecodeError (kind and detail).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+RS, US = 0x1E, 0x1F
+NONE = -(1 << 63)  # an absent int32/uint32 scalar (no such value fits those types)
+_FAILED = -1
+
+# The frame table (`frames`): one column per frame, these rows.
+(
+    F_START,  # the 0x1E, from the start of the view
+    F_SIZE,  # 3 + header + body
+    F_BODY,  # where the body starts
+    F_BODY_LEN,
+    F_HASH,  # hmac_hash_function (int32) or NONE
+    F_SIGNER,  # hmac_signer: start, length (-1: absent)
+    F_SIGNER_LEN,
+    F_VERSION,  # hmac_key_version (uint32) or NONE
+    F_HMAC,  # hmac: start, length (-1: absent)
+    F_HMAC_LEN,
+    F_MAYBE_SNAPPY,  # its leading varint allows a snappy block this long
+    F_INFLATED,  # set by the decoder: the inflated body in `spare`, length (-1: none)
+    F_INFLATED_LEN,
+    F_STATUS,  # set by the decoder: the HMAC verdict's code (STATUSES), -1 unsigned
+) = range(14)
+FRAME_ROWS = 14
+
+# The row table: one column per row, these rows.
+(
+    R_OFFSET,
+    R_LENGTH,
+    R_TIMESTAMP,
+    R_SEVERITY,  # int32 or NONE
+    R_PID,  # int32 or NONE
+    R_FIELDS,  # how many Fields
+    R_SNAPPY,  # 1 when read from the inflated body
+    R_UUID_VALID,
+    R_HASH,
+    R_VERSION,
+    R_STATUS,
+) = range(11)
+ROW_ROWS = 11
+
+# Byte columns: one buffer each, values back to back. The row's are sized in `lengths`,
+# a Field's name, representation and unknown members in its table, list elements in theirs.
+(
+    T_UUID,
+    T_TYPE,
+    T_LOGGER,
+    T_PAYLOAD,
+    T_ENV_VERSION,
+    T_HOSTNAME,
+    T_UNKNOWN,
+    T_SIGNER,
+    T_HMAC,
+    T_NAME,
+    T_REPRESENTATION,
+    T_FIELD_UNKNOWN,
+    T_STRING,
+    T_BYTES,
+) = range(14)
+TEXTS = 14
+ROW_TEXTS = 9  # T_UUID..T_HMAC: per row
+
+# The Field table: one column per Field.
+FD_NAME, FD_REPRESENTATION, FD_UNKNOWN, FD_TYPE = 0, 1, 2, 3  # lengths (-1: null), code
+FD_COUNTS = 4  # then the element counts, one row per kind (E_*)
+FIELD_ROWS = 9
+# List elements: one row per kind (value lengths for strings and bytes; int64 values;
+# the bits of doubles; 0/1 for bools).
+E_STRING, E_BYTES, E_INTEGER, E_DOUBLE, E_BOOL = range(5)
+ELEMENT_ROWS = 5
+
+# `used`: rows, Fields, elements per kind, bytes per text column, frame bytes.
+U_ROWS, U_FIELDS, U_ELEMENTS = 0, 1, 2
+U_TEXTS = U_ELEMENTS + ELEMENT_ROWS
+U_FRAME_BYTES = U_TEXTS + TEXTS
+USED = U_FRAME_BYTES + 1
+
+# What `messages` stopped for.
+DONE, FULL, GROW, BAD = 0, 1, 2, 3
+
+_U7F = np.uint64(0x7F)
+_U1 = np.uint64(1)
+_U63 = np.uint64(63)
+_MASK32 = np.uint64(0xFFFF_FFFF)
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+# Message string members by field number: uuid 1, type 3, logger 4, payload 6,
+# env_version 7, hostname 9 to their text columns.
+_STRING_MEMBERS = np.array(
+    [-1, T_UUID, -1, T_TYPE, T_LOGGER, -1, T_PAYLOAD, T_ENV_VERSION, -1, T_HOSTNAME]
+)
+_HAS_TIMESTAMP, _STRICT = 1, 2  # a reading's flags (lua_sandbox's checks passed: _STRICT)
+
+
+@njit(cache=True, nogil=True)
+def room(body_bytes):
+    """Free space a message of `body_bytes` may need: (Fields, elements per kind, bytes per
+    text column: a canonical uuid is longer than its 16 bytes, a header adds 255)."""
+    return body_bytes // 2 + 1, body_bytes + 1, 2 * body_bytes + 512
+
+
+@njit(cache=True, nogil=True)
+def _varint(data, pos, end):
+    """A varint of at most 10 bytes in `data[pos:end]`: its low 64 bits, whether bits past
+    them were set, and the next position (`_FAILED` when it runs past `end` or is longer)."""
+    bits = np.uint64(0)
+    over = False
+    for i in range(10):
+        if pos >= end:
+            return bits, over, _FAILED
+        b = data[pos]
+        pos += 1
+        if i < 9:
+            bits |= (np.uint64(b) & _U7F) << np.uint64(7 * i)
+        else:
+            bits |= (np.uint64(b) & _U1) << _U63
+            over = (b & 0x7E) != 0
+        if b < 0x80:
+            return bits, over, pos
+    return bits, over, _FAILED
+
+
+@njit(cache=True, nogil=True)
+def _token(data, pos, end):
+    """The field at `pos`: (key, varint value, its bits past 64, where the value starts,
+    next position), next `_FAILED` for damage. The key is 0 for one past 64 bits (it
+    matches no field); a length-delimited value runs from its start to the next position."""
+    bits, over, at = _varint(data, pos, end)
+    value = np.uint64(0)
+    if at < 0 or (not over and bits < np.uint64(8)):
+        return 0, value, False, at, _FAILED
+    wire_type = np.int64(bits & np.uint64(7))
+    key = 0 if over else np.int64(bits)  # past 63 bits: negative, matches no field either
+    if wire_type == 0:
+        value, over, nxt = _varint(data, at, end)
+        return key, value, over, at, nxt
+    if wire_type == 2:
+        length, over, start = _varint(data, at, end)
+        if start < 0 or over or length > np.uint64(end - start):
+            return key, value, False, start, _FAILED
+        return key, value, False, start, start + np.int64(length)
+    size = 8 if wire_type == 1 else 4 if wire_type == 5 else end + 1
+    if size > end - at:
+        return key, value, False, at, _FAILED
+    return key, value, False, at, at + size
+
+
+@njit(cache=True, nogil=True)
+def _int32(bits):
+    return np.int64(np.int32(np.uint32(bits & _MASK32)))
+
+
+@njit(cache=True, nogil=True)
+def _header(data, pos, end, frames, f):
+    """The Header in `data[pos:end]` into frame `f`'s columns; returns its message_length
+    (0 when absent), or -1 when it is not a protobuf."""
+    length = np.int64(0)
+    frames[F_HASH, f] = NONE
+    frames[F_SIGNER_LEN, f] = -1
+    frames[F_VERSION, f] = NONE
+    frames[F_HMAC_LEN, f] = -1
+    while pos < end:
+        key, value, _, start, pos = _token(data, pos, end)
+        if pos < 0:
+            return -1
+        if key == 8:  # message_length
+            length = np.int64(value & _MASK32)
+        elif key == 24:  # hmac_hash_function
+            frames[F_HASH, f] = _int32(value)
+        elif key == 34:  # hmac_signer
+            frames[F_SIGNER, f] = start
+            frames[F_SIGNER_LEN, f] = pos - start
+        elif key == 40:  # hmac_key_version
+            frames[F_VERSION, f] = np.int64(value & _MASK32)
+        elif key == 50:  # hmac
+            frames[F_HMAC, f] = start
+            frames[F_HMAC_LEN, f] = pos - start
+    return length
+
+
+@njit(cache=True, nogil=True)
+def _maybe_snappy(data, pos, end, max_len):
+    """Whether `data[pos:end]` can be a raw snappy block: its leading varint (at most 5
+    bytes) must allow a block this long (snappy's MaxCompressedLength: 32 + n + n/6)."""
+    declared = np.int64(0)
+    for i in range(5):
+        if pos + i >= end:
+            return False
+        b = data[pos + i]
+        declared |= np.int64(b & 0x7F) << (7 * i)
+        if b < 0x80:
+            return 0 < declared <= max_len and end - pos <= 32 + declared + declared // 6
+    return False
+
+
+@njit(cache=True, nogil=True)
+def frames(data, max_len, table, after_garbage):
+    """Frames from the start of `data` into `table` until the table is full, the data ends
+    or a frame candidate needs bytes past it. Returns (where it stopped, bytes that candidate
+    needs from there or 0, frames listed, bytes skipped, whether bytes were skipped since
+    the last frame)."""
+    n = data.size
+    pos = count = skipped = 0
+    while pos < n and count < table.shape[1]:
+        if data[pos] != RS:
+            start = pos
+            while pos < n and data[pos] != RS:
+                pos += 1
+            skipped += pos - start
+            after_garbage = True
+            continue
+        have = n - pos
+        if have < 2:
+            return pos, 2, count, skipped, after_garbage
+        hlen = np.int64(data[pos + 1])
+        if have < hlen + 3:
+            return pos, hlen + 3, count, skipped, after_garbage
+        length = -1
+        if data[pos + 2 + hlen] == US:
+            length = _header(data, pos + 2, pos + 2 + hlen, table, count)
+        if length <= 0 or length > max_len:
+            pos += 1
+            skipped += 1
+            after_garbage = True
+            continue
+        size = hlen + 3 + length
+        if have < size:
+            return pos, size, count, skipped, after_garbage
+        body = pos + 3 + hlen
+        table[F_START, count] = pos
+        table[F_SIZE, count] = size
+        table[F_BODY, count] = body
+        table[F_BODY_LEN, count] = length
+        table[F_MAYBE_SNAPPY, count] = _maybe_snappy(data, body, body + length, max_len)
+        table[F_INFLATED_LEN, count] = -1
+        table[F_STATUS, count] = -1
+        count += 1
+        pos += size
+        after_garbage = False
+    return pos, 0, count, skipped, after_garbage
+
+
+@njit(cache=True, nogil=True)
+def _put(texts, column, cur, data, start, length):
+    """Append `data[start:start + length]` to a text column; its length."""
+    at = cur[U_TEXTS + column]
+    texts[column][at : at + length] = data[start : start + length]
+    cur[U_TEXTS + column] = at + length
+    return length
+
+
+@njit(cache=True, nogil=True)
+def _elements(data, pos, end, kind, elements, cur):
+    """A packed run of varints (`kind` E_INTEGER or E_BOOL) appended; False when a varint
+    runs past the run or is longer than 10 bytes."""
+    at = cur[U_ELEMENTS + kind]
+    while pos < end:
+        bits, over, pos = _varint(data, pos, end)
+        if pos < 0:
+            return False
+        if kind == E_INTEGER:
+            elements[kind, at] = np.int64(bits)
+        else:
+            elements[kind, at] = bits != np.uint64(0) or over
+        at += 1
+    cur[U_ELEMENTS + kind] = at
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _doubles(data, pos, end, elements, cur):
+    """Little-endian doubles in `data[pos:end]` appended as their bits."""
+    at = cur[U_ELEMENTS + E_DOUBLE]
+    while pos < end:
+        bits = np.uint64(0)
+        for i in range(8):
+            bits |= np.uint64(data[pos + i]) << np.uint64(8 * i)
+        elements[E_DOUBLE, at] = np.int64(bits)
+        at += 1
+        pos += 8
+    cur[U_ELEMENTS + E_DOUBLE] = at
+
+
+@njit(cache=True, nogil=True)
+def _field(data, pos, end, fields, elements, texts, cur):
+    """The Field in `data[pos:end]` appended; False for damage."""
+    f = cur[U_FIELDS]
+    name = representation = -1
+    name_len = representation_len = 0
+    code = np.int64(0)  # absent: STRING
+    for kind in range(ELEMENT_ROWS):  # where its elements start, until they are counted
+        fields[FD_COUNTS + kind, f] = cur[U_ELEMENTS + kind]
+    unknown = 0
+    while pos < end:
+        first = pos
+        key, value, over, start, pos = _token(data, pos, end)
+        if pos < 0:
+            return False
+        if key == 10:
+            name, name_len = start, pos - start
+        elif key == 16:
+            code = _int32(value)
+        elif key == 34:
+            elements[E_STRING, cur[U_ELEMENTS + E_STRING]] = pos - start
+            cur[U_ELEMENTS + E_STRING] += 1
+            _put(texts, T_STRING, cur, data, start, pos - start)
+        elif key == 58:
+            if (pos - start) % 8:
+                return False
+            _doubles(data, start, pos, elements, cur)
+        elif key == 50 or key == 66:
+            if not _elements(data, start, pos, E_INTEGER if key == 50 else E_BOOL, elements, cur):
+                return False
+        elif key == 26:
+            representation, representation_len = start, pos - start
+        elif key == 42:
+            elements[E_BYTES, cur[U_ELEMENTS + E_BYTES]] = pos - start
+            cur[U_ELEMENTS + E_BYTES] += 1
+            _put(texts, T_BYTES, cur, data, start, pos - start)
+        elif key == 48:
+            elements[E_INTEGER, cur[U_ELEMENTS + E_INTEGER]] = np.int64(value)
+            cur[U_ELEMENTS + E_INTEGER] += 1
+        elif key == 57:
+            _doubles(data, start, pos, elements, cur)
+        elif key == 64:
+            elements[E_BOOL, cur[U_ELEMENTS + E_BOOL]] = value != np.uint64(0) or over
+            cur[U_ELEMENTS + E_BOOL] += 1
+        else:
+            unknown += _put(texts, T_FIELD_UNKNOWN, cur, data, first, pos - first)
+    fields[FD_NAME, f] = -1 if name < 0 else _put(texts, T_NAME, cur, data, name, name_len)
+    fields[FD_REPRESENTATION, f] = (
+        -1
+        if representation < 0
+        else _put(texts, T_REPRESENTATION, cur, data, representation, representation_len)
+    )
+    fields[FD_UNKNOWN, f] = unknown if unknown else -1
+    fields[FD_TYPE, f] = code
+    for kind in range(ELEMENT_ROWS):
+        fields[FD_COUNTS + kind, f] = cur[U_ELEMENTS + kind] - fields[FD_COUNTS + kind, f]
+    cur[U_FIELDS] = f + 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _uuid_text(texts, cur, data, start):
+    """A 16-byte uuid appended as its canonical 8-4-4-4-12 text."""
+    out = texts[T_UUID]
+    at = cur[U_TEXTS + T_UUID]
+    for i in range(16):
+        if i == 4 or i == 6 or i == 8 or i == 10:
+            out[at] = 0x2D  # "-"
+            at += 1
+        b = data[start + i]
+        out[at] = _HEX[b >> 4]
+        out[at + 1] = _HEX[b & 15]
+        at += 2
+    cur[U_TEXTS + T_UUID] = at
+    return 36
+
+
+@njit(cache=True, nogil=True)
+def _message(data, pos, end, r, buffers, spans, cur):
+    """The Message in `data[pos:end]` as row `r`, appended at `cur`: its flags
+    (_HAS_TIMESTAMP, _STRICT), or `_FAILED` for damage. `spans` is scratch space: where
+    the last value of each string member (T_UUID..T_HOSTNAME) starts and ends."""
+    rows, lengths, fields, elements, texts = buffers
+    starts, ends = spans[0], spans[1]
+    starts[:] = -1
+    timestamp = np.int64(0)
+    flags = 0
+    severity = pid = NONE
+    unknown = 0
+    first_field = cur[U_FIELDS]
+    while pos < end:
+        first = pos
+        key, value, _, start, pos = _token(data, pos, end)
+        if pos < 0:
+            return _FAILED
+        if key == 82:
+            if not _field(data, start, pos, fields, elements, texts, cur):
+                return _FAILED
+        elif key == 16:
+            timestamp = np.int64(value)
+            flags |= _HAS_TIMESTAMP
+        elif key == 40:
+            severity = _int32(value)
+        elif key == 64:
+            pid = _int32(value)
+        elif key == 10 or key == 26 or key == 34 or key == 50 or key == 58 or key == 74:
+            slot = _STRING_MEMBERS[key >> 3]
+            starts[slot] = start
+            ends[slot] = pos
+        else:
+            unknown += _put(texts, T_UNKNOWN, cur, data, first, pos - first)
+    if starts[0] >= 0 and ends[0] - starts[0] == 16 and flags:
+        flags |= _STRICT
+        lengths[T_UUID, r] = _uuid_text(texts, cur, data, starts[0])
+    for slot in range(6):
+        if slot == 0 and flags & _STRICT:
+            continue
+        lengths[slot, r] = (
+            -1
+            if starts[slot] < 0
+            else _put(texts, slot, cur, data, starts[slot], ends[slot] - starts[slot])
+        )
+    lengths[T_UNKNOWN, r] = unknown if unknown else -1
+    rows[R_TIMESTAMP, r] = timestamp
+    rows[R_SEVERITY, r] = severity
+    rows[R_PID, r] = pid
+    rows[R_FIELDS, r] = cur[U_FIELDS] - first_field
+    return flags
+
+
+@njit(cache=True, nogil=True)
+def fits(body_bytes, buffers, used):
+    """Whether the buffers have `room(body_bytes)` free for one more message."""
+    rows, _, fields, elements, texts = buffers
+    field_room, element_room, text_room = room(body_bytes)
+    if used[U_ROWS] >= rows.shape[1] or used[U_FIELDS] + field_room > fields.shape[1]:
+        return False
+    for kind in range(ELEMENT_ROWS):
+        if used[U_ELEMENTS + kind] + element_room > elements.shape[1]:
+            return False
+    for column in range(TEXTS):  # noqa: SIM110 (numba compiles no generator into all())
+        if used[U_TEXTS + column] + text_room > texts[column].size:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffers, used):
+    """Rows for frames `first:last` of `table` (bodies in `data`, inflated ones in
+    `spare`), appended to `buffers` after `used`, with the snappy trial's choice as
+    `_body_message` makes it. Returns (the frame it stopped at, why): DONE, FULL (after a
+    row that filled the batch), GROW (the buffers lack `room` for this frame) or BAD (no
+    reading gives a row: the decoder asks the pure reader why)."""
+    rows, lengths, _, _, texts = buffers
+    spans = np.empty((2, 6), np.int64)
+    cur = used.copy()
+    for i in range(first, last):
+        body = table[F_BODY, i]
+        end = body + table[F_BODY_LEN, i]
+        inflated = table[F_INFLATED, i]
+        inflated_end = inflated + table[F_INFLATED_LEN, i]
+        if not fits(max(end - body, inflated_end - inflated), buffers, used):
+            return i, GROW
+        r = used[U_ROWS]
+        cur[:] = used
+        snappy = plain = _FAILED
+        if table[F_INFLATED_LEN, i] >= 0:
+            snappy = _message(spare, inflated, inflated_end, r, buffers, spans, cur)
+        chosen = 1 if snappy >= 0 and snappy & _STRICT else -1
+        if chosen < 0:
+            cur[:] = used
+            plain = _message(data, body, end, r, buffers, spans, cur)
+            if plain >= 0 and plain & _STRICT:
+                chosen = 0
+            elif snappy >= 0 and snappy & _HAS_TIMESTAMP:
+                cur[:] = used
+                _message(spare, inflated, inflated_end, r, buffers, spans, cur)
+                chosen = 1
+            elif plain >= 0 and plain & _HAS_TIMESTAMP:
+                chosen = 0
+            else:
+                return i, BAD
+        size = table[F_SIZE, i]
+        rows[R_OFFSET, r] = base + table[F_START, i]
+        rows[R_LENGTH, r] = size
+        rows[R_SNAPPY, r] = chosen
+        rows[R_UUID_VALID, r] = ((snappy if chosen else plain) & _STRICT) != 0
+        rows[R_HASH, r] = table[F_HASH, i]
+        rows[R_VERSION, r] = table[F_VERSION, i]
+        rows[R_STATUS, r] = table[F_STATUS, i]
+        length = table[F_SIGNER_LEN, i]
+        lengths[T_SIGNER, r] = (
+            -1 if length < 0 else _put(texts, T_SIGNER, cur, data, table[F_SIGNER, i], length)
+        )
+        length = table[F_HMAC_LEN, i]
+        lengths[T_HMAC, r] = (
+            -1 if length < 0 else _put(texts, T_HMAC, cur, data, table[F_HMAC, i], length)
+        )
+        cur[U_ROWS] = r + 1
+        cur[U_FRAME_BYTES] += size
+        used[:] = cur
+        if r + 1 >= max_rows or used[U_FRAME_BYTES] >= flush_bytes:
+            return i + 1, FULL
+    return last, DONE

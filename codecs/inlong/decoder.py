@@ -92,12 +92,18 @@ def _event_time_us(attributes: dict[str, str]) -> int | None:
 
 
 def decode(
-    stream: BinaryIO, source: str, accounting: FileAccounting, opts: InlongOptions
+    stream: BinaryIO,
+    source: str,
+    accounting: FileAccounting,
+    opts: InlongOptions,
+    *,
+    compiled_walk: bool = True,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file in its framing; yield row batches and quarantined messages in
-    file order and fill `accounting` (damage policy: module docstring)."""
+    file order and fill `accounting` (damage policy: module docstring). Without
+    `compiled_walk` every message goes through `message.parse` (the tests' reference)."""
     window = StreamWindow(stream)
-    rows = RowBuffer(source, file_limits(opts))
+    rows = RowBuffer(source, file_limits(opts), compiled_walk=compiled_walk)
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
@@ -253,9 +259,10 @@ class RowBuffer:
     batches of rows from the pure walk (with the compiled rows before them). `limits`
     (`compiled.L_*`): the batch bounds, and the chunks the compiled walk must match."""
 
-    def __init__(self, source: str | None, limits: np.ndarray) -> None:
+    def __init__(self, source: str | None, limits: np.ndarray, *, compiled_walk: bool) -> None:
         self.source = source
         self.limits = limits
+        self.compiled_walk = compiled_walk
         self.batch_rows = int(limits[compiled.L_BATCH_ROWS])
         self.batch_bytes = int(limits[compiled.L_BATCH_BYTES])
         self.columns = compiled.Columns()
@@ -269,6 +276,8 @@ class RowBuffer:
     def walk(self, buf, frames, first: int, count: int) -> tuple[int, int, compiled.Walked]:
         """Frames `first` .. `count` - 1 by the compiled walk: (status, next frame, what
         the messages it took add)."""
+        if not self.compiled_walk:
+            return compiled.FALLBACK, first, compiled.Walked(self.rows, self.data_bytes, 0, 0, 0)
         status, stop = self.columns.walk(buf, frames, first, count, self.limits, self.rows,
                                          self.data_bytes)  # fmt: skip
         walked = self.columns.counts()

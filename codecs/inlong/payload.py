@@ -24,8 +24,11 @@ VALUE_SCHEMA = pa.schema(list(ROW_SCHEMA)[1:])  # all but the lineage pair
 UNBOUNDED = 1 << 62  # no chunk bound: a message is never cut
 
 
-def decode_values(values: pa.BinaryArray, opts: InlongOptions) -> CarriedRows:
-    """Every value as one message: its rows, and the values that do not read."""
+def decode_values(
+    values: pa.BinaryArray, opts: InlongOptions, *, compiled_walk: bool = True
+) -> CarriedRows:
+    """Every value as one message: its rows, and the values that do not read (without
+    `compiled_walk`, all by `message.parse`: the tests' reference)."""
     count = len(values)
     _, offsets_buffer, data_buffer = values.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
@@ -35,7 +38,7 @@ def decode_values(values: pa.BinaryArray, opts: InlongOptions) -> CarriedRows:
     frames = np.stack([offsets[:-1], sizes, np.arange(count), sizes]).astype(np.int64)
     limits = decoder.file_limits(opts)
     limits[compiled.L_CHUNK_ROWS] = limits[compiled.L_CHUNK_BYTES] = UNBOUNDED
-    rows = RowBuffer(None, limits)
+    rows = RowBuffer(None, limits, compiled_walk=compiled_walk)
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:

@@ -15,6 +15,7 @@ above `max_frame_bytes`) quarantines the rest of the file, which is drained, not
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import struct
@@ -49,6 +50,7 @@ from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 
+@functools.cache
 def _compiled_columns() -> Callable | None:
     """The per-flush buffers of the numba-compiled v2 record walk (`fastpath.Columns`),
     unless numba is missing or the environment sets WIRELAKE_PURE_PYTHON; None means every
@@ -62,7 +64,30 @@ def _compiled_columns() -> Callable | None:
     return Columns
 
 
-COMPILED_COLUMNS = _compiled_columns()  # chosen once, at import (tests set it to run both paths)
+# The compiled walk costs a fresh process ~0.5 s before its first batch (numba's start,
+# loading the cached machine code; docs/kafka.md §12) and then saves ~25 ms per MB over the
+# pure walk: flushes take it once the process has read this much Kafka data, so that a
+# small file (the inspector's) does not pay for it.
+COMPILED_AFTER_BYTES = 8 << 20
+_bytes_read = 0  # Kafka data read by this process so far (files decoded to the end)
+
+
+def _when_worth_it(window: StreamWindow) -> Callable[[object], object]:
+    """A flush's compiled-walk buffers (`fastpath.Columns`, sized like the `previous`
+    flush's) once this process has read COMPILED_AFTER_BYTES, counting this file so far;
+    before that, or without numba, None: the pure walk."""
+
+    def columns(previous):
+        if _bytes_read + window.bytes_read < COMPILED_AFTER_BYTES:
+            return None
+        compiled = _compiled_columns()
+        return None if compiled is None else compiled(previous)
+
+    return columns
+
+
+AUTO = "auto"  # COMPILED_COLUMNS: choose per flush with `_when_worth_it`
+COMPILED_COLUMNS = AUTO  # tests set fastpath.Columns or None to run one walk only
 
 
 def decode(
@@ -70,8 +95,10 @@ def decode(
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk a Kafka segment or record set; yield row batches and quarantined entries in
     file order and fill `accounting` (see the module docstring for the damage policy)."""
+    global _bytes_read
     window = StreamWindow(stream)
-    rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, COMPILED_COLUMNS)
+    walk = _when_worth_it(window) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
+    rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, walk)
     last_offset = None  # of the last good entry: a plausible tail starts after it
     try:
         while True:
@@ -107,6 +134,7 @@ def decode(
         yield from rows.flush()
     finally:
         accounting.bytes_total += window.bytes_read
+        _bytes_read += window.bytes_read
 
 
 def topic_partition(source: str) -> tuple[str | None, int | None]:

@@ -129,18 +129,63 @@ def _sized(buf, pos: int, what: str) -> tuple[memoryview, int]:
     return buf[pos : pos + size], pos + size
 
 
+@dataclass(frozen=True)
+class _Header:
+    """What a container header's metadata map says, once checked."""
+
+    meta_bytes: bytes  # the map as sent, after the magic: a header that repeats it reads alike
+    codec: str
+    codec_absent: bool
+    schema: WriterSchema
+    schema_json: str
+    user_metadata: dict[str, bytes]
+
+
+_recent_headers: list[_Header] = []  # pycernan sends the same metadata with every packet
+_RECENT_HEADERS = 8
+
+
 def read_header(buf: memoryview, warnings: list[str]) -> Container:
-    """The container header: magic, metadata map, sync marker; schema and codec checked."""
+    """The container header: magic, metadata map, sync marker; schema and codec checked.
+    A metadata map that repeats one of the last few read is not walked again."""
     if len(buf) < len(MAGIC):
         raise _header_error("avro_truncated_header", f"{len(buf)} bytes")
     if buf[: len(MAGIC)] != MAGIC:
         raise _header_error("avro_bad_magic", bytes(buf[: len(MAGIC)]).hex())
-    pos = len(MAGIC)
+    start = len(MAGIC)
+    header = next(
+        (h for h in _recent_headers if buf[start : start + len(h.meta_bytes)] == h.meta_bytes),
+        None,
+    )
+    if header is None:
+        meta, end = _read_meta(buf, start)
+        if len(buf) - end < SYNC_SIZE:
+            raise _header_error("avro_truncated_header", "sync marker")
+        header = _checked(bytes(buf[start:end]), meta)
+    else:
+        end = start + len(header.meta_bytes)
+        if len(buf) - end < SYNC_SIZE:
+            raise _header_error("avro_truncated_header", "sync marker")
+    if header.codec_absent:
+        warnings.append("avro_codec_key_absent")
+    warnings.extend(header.schema.warnings)
+    return Container(
+        codec=header.codec,
+        schema_json=header.schema_json,
+        schema=header.schema,
+        sync=bytes(buf[end : end + SYNC_SIZE]),
+        user_metadata=dict(header.user_metadata),
+        header_length=end + SYNC_SIZE,
+    )
+
+
+def _read_meta(buf: memoryview, pos: int) -> tuple[dict[str, bytes], int]:
+    """The metadata map and where it ends."""
     meta: dict[str, bytes] = {}
     while True:
         count, pos = _long(buf, pos, "avro_truncated_header", "meta count")
         if count == 0:
-            break
+            return meta, pos
         if count < 0:  # a negative count is followed by the block's byte size
             count = -count
             _, pos = _long(buf, pos, "avro_truncated_header", "meta block size")
@@ -151,9 +196,10 @@ def read_header(buf: memoryview, warnings: list[str]) -> Container:
                 meta[str(key, "utf-8")] = bytes(value)
             except UnicodeDecodeError:
                 raise _header_error("avro_bad_metadata", "metadata key is not UTF-8") from None
-    if len(buf) - pos < SYNC_SIZE:
-        raise _header_error("avro_truncated_header", "sync marker")
-    sync = bytes(buf[pos : pos + SYNC_SIZE])
+
+
+def _checked(meta_bytes: bytes, meta: dict[str, bytes]) -> _Header:
+    """The map's schema and codec checked; the result is remembered for its bytes."""
     raw_schema = meta.get("avro.schema")
     if raw_schema is None:
         raise _header_error("avro_missing_schema", "")
@@ -162,17 +208,17 @@ def read_header(buf: memoryview, warnings: list[str]) -> Container:
     codec = "null" if codec_raw is None else codec_raw.decode("utf-8", "replace")
     if codec not in CODECS:
         raise _header_error("avro_unsupported_codec", codec)
-    if codec_raw is None:
-        warnings.append("avro_codec_key_absent")
-    warnings.extend(schema.warnings)
-    return Container(
+    header = _Header(
+        meta_bytes=meta_bytes,
         codec=codec,
-        schema_json=raw_schema.decode("utf-8", "replace"),
+        codec_absent=codec_raw is None,
         schema=schema,
-        sync=sync,
+        schema_json=raw_schema.decode("utf-8", "replace"),
         user_metadata={k: v for k, v in meta.items() if not k.startswith("avro.")},
-        header_length=pos + SYNC_SIZE,
     )
+    _recent_headers.insert(0, header)
+    del _recent_headers[_RECENT_HEADERS:]
+    return header
 
 
 def writer_schema(raw: bytes) -> WriterSchema:

@@ -144,6 +144,16 @@ def program(parsed) -> Program | None:
 _ONE = np.uint64(1)
 _B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+_NULL, _TRUE, _FALSE, _U00 = (
+    np.frombuffer(t, np.uint8) for t in (b"null", b"true", b"false", b"u00")
+)
+
+
+@njit(cache=True, nogil=True)
+def _put(text, out, used):
+    for i in range(text.size):
+        out[used + i] = text[i]
+    return used + text.size
 
 
 @njit(cache=True, nogil=True)
@@ -177,15 +187,15 @@ def _room(out, used, need):
 @njit(cache=True, nogil=True)
 def _digits(value, out, used):
     """A non-negative integer in decimal (`value` < 2**64 as uint64)."""
-    start = used
-    while True:
-        out[used] = 48 + np.uint8(value % np.uint64(10))
-        used += 1
+    width = 1
+    rest = value // np.uint64(10)
+    while rest:
+        width += 1
+        rest //= np.uint64(10)
+    for i in range(used + width - 1, used - 1, -1):
+        out[i] = 48 + np.uint8(value % np.uint64(10))
         value //= np.uint64(10)
-        if value == 0:
-            break
-    out[start:used] = out[start:used][::-1].copy()
-    return used
+    return used + width
 
 
 @njit(cache=True, nogil=True)
@@ -266,7 +276,8 @@ def _write_string(raw, pos, end, out, used):
                     out[used + 1] = short
                     used += 2
                 else:
-                    out[used + 1 : used + 5] = np.array([117, 48, 48, 48 + (byte >> 4)], np.uint8)
+                    _put(_U00, out, used + 1)
+                    out[used + 4] = 48 + (byte >> 4)
                     out[used + 5] = _HEX[byte & 15]
                     used += 6
             pos += 1
@@ -359,17 +370,11 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
                 node = nodes[node + 2 + branch]
                 continue
             if op == NULL:
-                out[used : used + 4] = np.array([110, 117, 108, 108], np.uint8)
-                used += 4
+                used = _put(_NULL, out, used)
             elif op == BOOLEAN:
                 if pos >= raw.size or raw[pos] > 1:
                     return _FAILED, 0, out, fpos, fval
-                if raw[pos]:
-                    out[used : used + 4] = np.array([116, 114, 117, 101], np.uint8)
-                    used += 4
-                else:
-                    out[used : used + 5] = np.array([102, 97, 108, 115, 101], np.uint8)
-                    used += 5
+                used = _put(_TRUE if raw[pos] else _FALSE, out, used)
                 pos += 1
             elif op in (LONG, TS_MILLIS, TS_MICROS):
                 value, pos = _long(raw, pos)

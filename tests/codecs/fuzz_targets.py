@@ -313,7 +313,7 @@ def check(
         first = None
         for walk in target.walks:
             for chunked in (False, True):
-                batch_rows = SMALL_BATCH if chunked else _default_batch_rows(fmt)
+                batch_rows = SMALL_BATCH if chunked else default_batch_rows(fmt)
                 opts = {**options, "batch_rows": batch_rows}
                 try:
                     first = _check_one(target, data, opts, walk, chunked, limits, first)
@@ -322,7 +322,7 @@ def check(
                         raise
 
 
-def _default_batch_rows(fmt) -> int:
+def default_batch_rows(fmt) -> int:
     """The batch size of a decode with default options (a carried format's envelope cuts
     its batches)."""
     options = resolve(fmt, {})

@@ -32,7 +32,9 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from wirecodecs.compression import _SNAPPY_MAX_RATIO
 from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
@@ -88,6 +90,33 @@ def _i32(buf, pos):
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+@intrinsic
+def _load8(typingctx, array, index):
+    """The 8 bytes of a uint8 array at `index` (unchecked, any alignment) as a uint64."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = context.cast(builder, args[1], signature.args[1], types.intp)
+        wide = builder.bitcast(builder.gep(data, [at]), ir.IntType(64).as_pointer())
+        return builder.load(wide, align=1)
+
+    return types.uint64(array, index), codegen
+
+
+@intrinsic
+def _store8(typingctx, array, index, value):
+    """Store the uint64 `value` as the 8 bytes of a uint8 array at `index` (unchecked)."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = context.cast(builder, args[1], signature.args[1], types.intp)
+        wide = builder.bitcast(builder.gep(data, [at]), ir.IntType(64).as_pointer())
+        builder.store(args[2], wide, align=1)
+        return context.get_dummy_value()
+
+    return types.none(array, index, types.uint64), codegen
+
+
 @njit(cache=True, nogil=True)
 def _copy(out, at, src, pos, size):
     """`out[at:at + size] = src[pos:pos + size]` byte by byte, forwards (unsigned
@@ -96,6 +125,20 @@ def _copy(out, at, src, pos, size):
     start = np.uintp(pos)
     for i in range(np.uintp(size)):
         out[to + i] = src[start + i]
+
+
+@njit(cache=True, nogil=True)
+def _copy_wide(out, at, src, pos, size):
+    """`_copy` 8 bytes at a time, when the steps stay inside both arrays and, within one
+    array, read only bytes written before (`at - pos` >= 8): up to 7 bytes past the copy
+    are overwritten, which snappy's next copies rewrite."""
+    if pos + size + 8 > src.size or at + size + 8 > out.size:
+        _copy(out, at, src, pos, size)
+        return
+    to = np.uintp(at)
+    start = np.uintp(pos)
+    for i in range(0, np.uintp(size), 8):
+        _store8(out, to + i, _load8(src, start + i))
 
 
 @njit(cache=True, nogil=True)
@@ -117,8 +160,8 @@ def snappy(src, start, end, out, max_out):
             return -1
     if declared > max_out or declared > (end - start) * _SNAPPY_MAX_RATIO:
         return -1
-    if declared > out.size:
-        return -2 - declared
+    if declared + 8 > out.size:  # 8 bytes of room for `_copy_wide`
+        return -2 - declared - 8
     op = 0
     while pos < end:
         tag = np.int64(src[pos])
@@ -137,7 +180,7 @@ def snappy(src, start, end, out, max_out):
             size += 1
             if size > end - pos or size > declared - op:
                 return -1
-            _copy(out, op, src, pos, size)
+            _copy_wide(out, op, src, pos, size)
             op += size
             pos += size
             continue
@@ -158,7 +201,10 @@ def snappy(src, start, end, out, max_out):
             pos += width
         if offset == 0 or offset > op or size > declared - op:
             return -1
-        _copy(out, op, out, op - offset, size)  # overlapping: repeats the last bytes
+        if offset < 8:  # overlapping: byte by byte repeats the last `offset` bytes
+            _copy(out, op, out, op - offset, size)
+        else:
+            _copy_wide(out, op, out, op - offset, size)
         op += size
     return op if op == declared else -1
 
@@ -244,7 +290,7 @@ def _set(text, at, entries, count, key, value):
     digits = 1
     while value >= 10**digits and digits < 19:
         digits += 1
-    text[at : at + key.size] = key
+    _copy(text, at, key, 0, key.size)
     for i in range(digits):
         text[at + key.size + digits - 1 - i] = 48 + (value // 10**i) % 10
     e = _find(text, entries, count, key)
@@ -333,13 +379,13 @@ def _attr_row(text, size, v4, table, entries_out, keys, values, used, scratch):
     if value_bytes > values.size:
         return _need(used, B_VALUES, value_bytes)
     attr_at = used[B_ATTR]
-    keys[0][attr_at : attr_at + size] = text[:size]
+    _copy(keys[0], attr_at, text, 0, size)
     key_at = used[B_KEYS]
     value_at = used[B_VALUES]
     for e in range(count):
         k0, k, v0, v = scratch[0, e], scratch[1, e], scratch[2, e], scratch[3, e]
-        keys[1][key_at : key_at + k] = text[k0 : k0 + k]
-        values[value_at : value_at + v] = text[v0 : v0 + v]
+        _copy(keys[1], key_at, text, k0, k)
+        _copy(values, value_at, text, v0, v)
         entries_out[entry + e, 0] = k
         entries_out[entry + e, 1] = v
         key_at += k
@@ -396,17 +442,18 @@ def _items(data, start, end, limit, span, header, block, block_count, compressed
             return -1, 0
         if row + count >= rows.shape[0]:
             return _need(used, B_ROWS, row + count + 1), 0
-        if at + size > body.size:
-            return _need(used, B_BODY, at + size), 0
+        if at + size + 8 > body.size:  # 8 bytes of room for `_copy_wide`
+            return _need(used, B_BODY, at + size + 8), 0
         r = row + count
-        rows[r, R_VERSION : R_VERSION + _HEADER_FIELDS] = header
+        for k in range(_HEADER_FIELDS):  # a loop: cheaper than a slice per item
+            rows[r, R_VERSION + k] = header[k]
         rows[r, R_BLOCK] = block
         rows[r, R_BLOCK_COUNT] = block_count
         rows[r, R_ITEM] = first + count
         rows[r, R_COMPRESSED] = compressed
         rows[r, R_TABLE] = attr_row
         rows[r, R_BODY] = size
-        body[at : at + size] = data[pos : pos + size]
+        _copy_wide(body, at, data, pos, size)
         at += size
         pos += size
         count += 1
@@ -424,7 +471,7 @@ def _block(buf, at, size, attr_at, attr_len, v4, header, block, block_count, com
     chunk), items -1 for the pure walk (an error, or more than one chunk), -2 to grow a
     buffer."""
     if attr_len > 0:
-        text[:attr_len] = buf[attr_at : attr_at + attr_len]
+        _copy(text, 0, buf, attr_at, attr_len)
         for i in range(attr_len):
             if text[i] >= 0x80:  # modified UTF-8 / UTF-8 beyond ASCII: the pure walk
                 return -1, 0
@@ -734,16 +781,16 @@ class Columns:
         starts, stops = first[index], first[index] + table[T_ENTRIES][index]
         keys = _binary(pa.string(), *_gather(starts, stops, key_offsets, self._keys[1]))
         values = _binary(pa.string(), *_gather(starts, stops, value_offsets, self._values))
-        rows = table[:, index]
         own_values = _binary(pa.string(), value_offsets, self._values)
-        group, stream = rows[T_GROUP], rows[T_STREAM]
+        group, stream = table[T_GROUP], table[T_STREAM]
         attrs = _gather(index, index + 1, _offsets(table[T_ATTR]), self._keys[0])
+        per_row = pa.array(index)
         return {
             "event_time": pa.array(
-                rows[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=rows[T_TIME_OK] == 0
-            ),
-            "group_id": own_values.take(pa.array(group, mask=group < 0)),
-            "stream_id": own_values.take(pa.array(stream, mask=stream < 0)),
+                table[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=table[T_TIME_OK] == 0
+            ).take(per_row),
+            "group_id": own_values.take(pa.array(group, mask=group < 0)).take(per_row),
+            "stream_id": own_values.take(pa.array(stream, mask=stream < 0)).take(per_row),
             "attr": _binary(pa.string(), *attrs),
             "attributes": pa.MapArray.from_arrays(
                 pa.array(_offsets(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
@@ -775,7 +822,7 @@ def _gather(starts, stops, offsets, data):
     if size > 0x7FFF_FFFF:
         raise OverflowError("a column exceeds Arrow's 32-bit offsets")
     out_offsets = np.empty(values + 1, np.int32)
-    out = np.empty(size, np.uint8)
+    out = np.empty(size + 8, np.uint8)  # room for `_copy_wide`
     out_offsets[0] = 0
     v = 0
     at = 0
@@ -783,7 +830,7 @@ def _gather(starts, stops, offsets, data):
         first, stop = starts[i], stops[i]
         base = offsets[first]
         length = offsets[stop] - base
-        _copy(out, at, data, base, length)
+        _copy_wide(out, at, data, base, length)
         for k in range(first + 1, stop + 1):
             v += 1
             out_offsets[v] = offsets[k] - base + at

@@ -176,11 +176,17 @@ class RowBuffer:
         def parts(attribute: str) -> list:
             return [getattr(run, attribute) for run in runs]
 
-        offset_deltas = _int64s(parts("offset_deltas"), n)
+        if self.compiled is not None and self.compiled.rows == n:  # all from the compiled walk
+            offset_deltas, ts_deltas = self.compiled.deltas()
+        else:
+            offset_deltas, ts_deltas = (
+                _int64s(parts("offset_deltas"), n),
+                _int64s(parts("ts_deltas"), n),
+            )
         offsets = per_row([run.offset_base for run in runs], np.int64) + offset_deltas
-        timestamps = per_row([run.ts_base or 0 for run in runs], np.int64) + _int64s(
-            parts("ts_deltas"), n
-        ) * per_row([run.ts_use_delta for run in runs], np.int64)
+        timestamps = per_row([run.ts_base or 0 for run in runs], np.int64) + ts_deltas * per_row(
+            [run.ts_use_delta for run in runs], np.int64
+        )
         no_timestamp = per_row([run.ts_base is None for run in runs], bool)
         sequences = _java_sequences(
             per_row([run.sequence_base or 0 for run in runs], np.int32),

@@ -181,17 +181,20 @@ class Columns:
         section is not exactly `count` well-formed records (the caller's pure walk then
         says why)."""
         view = np.frombuffer(data, np.uint8)
-        while True:
-            status = _walk(view, count, self._rows, self._headers, *self._bytes, self._used)
-            if status not in (_GROW, _MORE_HEADERS):
-                break
+        status = _walk(view, count, self._rows, self._headers, *self._bytes, self._used)
+        while status < _FAILED:  # _GROW or _MORE_HEADERS
             self._grow(view.size, count, status == _MORE_HEADERS)
-        if status == _FAILED:
+            status = _walk(view, count, self._rows, self._headers, *self._bytes, self._used)
+        if status:
             return None
-        start, self.rows = self.rows, self.rows + count
-        return Records(
-            start, self.rows, self._rows[0, start : self.rows], self._rows[1, start : self.rows]
-        )
+        start = self.rows
+        stop = self.rows = start + count
+        rows = self._rows
+        return Records(start, stop, rows[0, start:stop], rows[1, start:stop])
+
+    def deltas(self) -> tuple[np.ndarray, np.ndarray]:
+        """The offset and timestamp deltas of all rows walked."""
+        return self._rows[0, : self.rows], self._rows[1, : self.rows]
 
     def _grow(self, section_bytes: int, count: int, headers: bool) -> None:
         """Double what may be too small for one more section, or the header pairs buffer

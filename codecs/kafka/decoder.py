@@ -99,7 +99,7 @@ def decode(
     window = StreamWindow(stream)
     walk = _when_worth_it(window) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
     rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, walk)
-    last_offset = None  # of the last good entry: a plausible tail starts after it
+    last_good = None  # the last good entry: a plausible tail starts after its last offset
     try:
         while True:
             available = window.fill(PREFIX.size)
@@ -107,7 +107,7 @@ def decode(
                 break
             start = window.offset
             if available < PREFIX.size:  # FileLogInputStream stops here, no exception
-                yield from _tail(window, source, accounting, last_offset, rows)
+                yield from _tail(window, source, accounting, last_good, rows)
                 break
             (size,) = INT32.unpack_from(window.peek(PREFIX.size), SIZE_AT)
             if size < MIN_ENTRY_SIZE or size > opts.max_frame_bytes:
@@ -116,7 +116,7 @@ def decode(
                 break
             total = LOG_OVERHEAD + size
             if window.fill(total) < total:  # active segment, fetch cut at max_bytes
-                yield from _tail(window, source, accounting, last_offset, rows)
+                yield from _tail(window, source, accounting, last_good, rows)
                 break
             entry = window.peek(total)
             window.consume(total)
@@ -126,7 +126,7 @@ def decode(
                 yield from rows.flush()
                 yield _quarantine_entry(entry, start, source, accounting, err)
                 continue
-            last_offset = last_offset_of(entry)
+            last_good = entry
             accounting.count_good(total, records=run.rows)
             rows.add(run)
             if rows.full:
@@ -166,12 +166,13 @@ def _tail(
     window: StreamWindow,
     source: str,
     accounting: FileAccounting,
-    last_offset: int | None,
+    last_good: memoryview | None,
     rows: RowBuffer,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """An entry cut by the end of the file: a truncated tail if what is left of its header
     could start the next entry, else corruption (random bytes over a segment often read as
     a length that runs past the end; calling them a tail would hide them)."""
+    last_offset = None if last_good is None else last_offset_of(last_good)
     problem = _implausible_header(window.peek(V2_HEADER.size), last_offset)
     if problem is None:
         truncated_tail(window, accounting)

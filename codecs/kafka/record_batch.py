@@ -2,8 +2,9 @@
 records section, then exactly recordsCount records (docs/kafka.md §2.5-§2.8).
 
 Data batches go through the numba-compiled record walk (`fastpath.py`) when the flush has
-one, else through `_walk_records`, its pure-Python twin; control batches always take the
-pure walk, whose keys and values `_control_fields` reads.
+one (decoder.py decides: not before the process has read enough to repay numba's start),
+else through `_walk_records`, its pure-Python twin; control batches always take the pure
+walk, whose keys and values `_control_fields` reads.
 """
 
 from __future__ import annotations
@@ -149,8 +150,11 @@ def _walk_records(data: bytes, count: int, run: Run) -> int:
     """Walk `count` records (docs/kafka.md §2.7) from the start of `data`; return the end
     position.
 
-    The pure-Python twin of the compiled walk (fastpath.py), which takes data batches when
-    numba is there; this one serves control batches, error reports and numba-less hosts.
+    The pure-Python twin of the compiled walk (fastpath.py), kept for measured reasons
+    (docs/kafka.md §12): numba's first call costs a fresh process ~0.4 s of CPU even from a
+    warm cache (a 2 MB segment takes this walk ~0.07 s), so a process walks its first
+    COMPILED_AFTER_BYTES here; it also gives the exact DecodeError of a section the
+    compiled walk rejects, reads control batches, and serves hosts without numba.
     Raises IndexError when a record runs past `data`; each record's declared length is
     checked against the bytes its fields took.
     """

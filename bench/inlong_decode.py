@@ -31,7 +31,7 @@ from pathlib import Path
 import harness
 import numpy as np
 
-from wirecodecs.inlong import compiled, decoder
+from wirecodecs.inlong import decoder
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.kafka import encoder as kafka_enc
 
@@ -109,6 +109,10 @@ def decode_segment(path: str) -> int:
 def _snappy_seconds(path: str) -> float:
     """Seconds the compiled snappy decoder takes for every block of the file alone (one
     call per block: an upper bound)."""
+    from wirecodecs.inlong import (
+        compiled,
+    )  # imported here: the first-call figures need numba unloaded
+
     data = np.frombuffer(Path(path).read_bytes(), np.uint8)
     out = np.empty(1 << 20, np.uint8)
     spans = []

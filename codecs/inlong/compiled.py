@@ -28,8 +28,6 @@ format.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import pyarrow as pa
 from llvmlite import ir
@@ -37,6 +35,17 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from wirecodecs.compression import _SNAPPY_MAX_RATIO
+from wirecodecs.inlong.bounds import (
+    DONE,
+    FALLBACK,
+    FLUSH,
+    L_BATCH_BYTES,
+    L_BATCH_ROWS,
+    L_CHUNK_BYTES,
+    L_CHUNK_ROWS,
+    L_DECOMPRESSED,
+    Walked,
+)
 from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
@@ -44,11 +53,7 @@ MAX_ENTRIES = 64  # attribute entries per block the compiled split takes (duplic
 _SNAPPY_KEPT = 16 << 20  # a larger decompression buffer is dropped after its walk
 _ATTR_SCRATCH = (1 << 16) + 128  # an attr (u16 length) and the V4 fields written as text
 
-# what a call stopped at (the frame index is in `used[U_NEXT]`)
-DONE = 0
-FLUSH = 1  # the buffered rows must be flushed before this message
-FALLBACK = 2  # this message goes through the pure walk
-_GROW = 3  # a buffer is too small: `used[U_WHICH]` needs `used[U_NEED]`
+_GROW = 3  # a walk's status (bounds.DONE ...): `used[U_WHICH]` needs `used[U_NEED]` bytes
 
 # row columns (int64 per item)
 (R_OFFSET, R_VERSION, R_CREATE, R_COUNT, R_TYPE, R_GNUM, R_SNUM, R_EXT, R_DTIME, R_UID,
@@ -63,8 +68,6 @@ B_ROWS, B_BODY, B_TABLE, B_ATTR, B_ENTRIES, B_KEYS, B_VALUES, B_SNAPPY = range(8
 (U_BUFFERED_ROWS, U_BUFFERED_BYTES, U_FRAMES, U_RECORDS, U_FRAME_BYTES, U_NEXT, U_WHICH,
  U_NEED) = range(7, 15)  # fmt: skip
 _USED = 15
-# limits: max_decompressed, batch rows and bytes (flush), chunk rows and bytes
-L_DECOMPRESSED, L_BATCH_ROWS, L_BATCH_BYTES, L_CHUNK_ROWS, L_CHUNK_BYTES = range(5)
 
 _KEY_T = np.frombuffer(b"t", np.uint8)
 _KEY_DT = np.frombuffer(b"dt", np.uint8)
@@ -639,17 +642,6 @@ def scan_prefixed(buf, base, limit, frames):
         pos += length + 4
         n += 1
     return n, pos
-
-
-class Walked(NamedTuple):
-    """The row buffer's rows and bytes after a `Columns.walk`, and what its committed
-    messages add to the accounting."""
-
-    buffered_rows: int
-    buffered_bytes: int
-    frames: int
-    items: int
-    frame_bytes: int
 
 
 class Columns:

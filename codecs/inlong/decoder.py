@@ -19,6 +19,8 @@ buffer. Row model: schema.py.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -28,7 +30,7 @@ import pyarrow as pa
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import UINT32
 from wirecodecs.errors import DecodeError
-from wirecodecs.inlong import compiled
+from wirecodecs.inlong import bounds
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.attributes import event_time_ms
 from wirecodecs.inlong.options import InlongOptions
@@ -41,6 +43,32 @@ PREFIX = UINT32  # the length prefix of `length_prefixed` files
 ROW_SCHEMA = pa.schema(list(INLONG_SCHEMA)[1:])  # all but source_file
 WINDOW_BYTES = 1 << 20  # length-prefixed frames are walked a window of this size at a time
 FRAMES_PER_WALK = 8192  # ... at most this many at a time
+
+# The compiled walk costs a fresh process 0.5-1 s before its first message (importing
+# numba, loading the cached machine code: docs/inlong.md, "Benchmark") and then decodes
+# InLong data about 6 times as fast as the pure walk (~20 MB/s): it takes over once the
+# process has read this much, so that a small file (the inspector's) does not pay for it.
+COMPILED_AFTER_BYTES = 8 << 20
+_bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)
+
+
+@functools.cache
+def _compiled():
+    """The compiled walk's module, or None when numba is missing or the environment sets
+    WIRELAKE_PURE_PYTHON (every message then takes the pure walk)."""
+    if os.environ.get("WIRELAKE_PURE_PYTHON"):
+        return None
+    try:
+        from wirecodecs.inlong import compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+def read(size: int) -> None:
+    """Count `size` bytes of InLong data as read by this process (COMPILED_AFTER_BYTES)."""
+    global _bytes_read
+    _bytes_read += size
 
 
 def item_columns(items: msg.Items) -> dict[str, list]:
@@ -97,11 +125,12 @@ def decode(
     accounting: FileAccounting,
     opts: InlongOptions,
     *,
-    compiled_walk: bool = True,
+    compiled_walk: bool | None = None,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file in its framing; yield row batches and quarantined messages in
-    file order and fill `accounting` (damage policy: module docstring). Without
-    `compiled_walk` every message goes through `message.parse` (the tests' reference)."""
+    file order and fill `accounting` (damage policy: module docstring). `compiled_walk`:
+    True or False for one walk only (the tests), None for the compiled walk once the
+    process has read COMPILED_AFTER_BYTES."""
     window = StreamWindow(stream)
     rows = RowBuffer(source, file_limits(opts), compiled_walk=compiled_walk)
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
@@ -111,6 +140,7 @@ def decode(
                 yield from rows.flush()
             yield item
         yield from rows.flush()
+        read(window.bytes_read)
     finally:
         accounting.bytes_total += window.bytes_read
 
@@ -148,8 +178,10 @@ def _walk_prefixed(
         if available == 0:
             return
         data = window.peek(available)
-        count, span = compiled.scan_prefixed(np.frombuffer(data, np.uint8), window.offset,
-                                             limit, frames)  # fmt: skip
+        count = span = 0
+        if rows.compiled(window.bytes_read):
+            count, span = _compiled().scan_prefixed(np.frombuffer(data, np.uint8),
+                                                    window.offset, limit, frames)  # fmt: skip
         if count:
             yield from _frames(data, frames, count, PREFIX.size, source, accounting, opts, rows)
             window.consume(span)
@@ -187,6 +219,7 @@ def _frame(
     """Decode the frame of `total` bytes at the window's position (its message starts
     `skip` bytes in), and consume it."""
     frames = np.array([[skip], [total - skip], [window.offset], [total]], np.int64)
+    rows.compiled(window.bytes_read)
     yield from _frames(window.peek(total), frames, 1, skip, source, accounting, opts, rows)
     window.consume(total)
 
@@ -212,9 +245,9 @@ def _frames(
         accounting.bytes_decoded += walked.frame_bytes  # as count_good for each message
         accounting.frames_good += walked.frames
         accounting.records_good += walked.items
-        if status == compiled.FLUSH:
+        if status == bounds.FLUSH:
             yield from rows.flush()
-        elif status == compiled.FALLBACK:
+        elif status == bounds.FALLBACK:
             at = int(frames[0, first]) - skip
             frame = data[at : at + int(frames[3, first])]
             yield from _pure_frame(frame, skip, int(frames[2, first]), source, accounting, opts,
@@ -257,27 +290,42 @@ def file_limits(opts: InlongOptions) -> np.ndarray:
 class RowBuffer:
     """Item rows decoded since the last flush: the compiled walk's `Columns`, and
     batches of rows from the pure walk (with the compiled rows before them). `limits`
-    (`compiled.L_*`): the batch bounds, and the chunks the compiled walk must match."""
+    (`bounds.L_*`): the batch bounds, and the chunks the compiled walk must match;
+    `compiled_walk`: as `decode` takes it."""
 
-    def __init__(self, source: str | None, limits: np.ndarray, *, compiled_walk: bool) -> None:
+    def __init__(
+        self, source: str | None, limits: np.ndarray, *, compiled_walk: bool | None
+    ) -> None:
         self.source = source
         self.limits = limits
         self.compiled_walk = compiled_walk
-        self.batch_rows = int(limits[compiled.L_BATCH_ROWS])
-        self.batch_bytes = int(limits[compiled.L_BATCH_BYTES])
-        self.columns = compiled.Columns()
+        self.batch_rows = int(limits[bounds.L_BATCH_ROWS])
+        self.batch_bytes = int(limits[bounds.L_BATCH_BYTES])
+        self.columns = None  # the compiled walk's `Columns`, once it is used
         self._reset()
+
+    def compiled(self, read_now: int) -> bool:
+        """Whether messages take the compiled walk, `read_now` bytes into the input."""
+        if self.columns is not None:
+            return True
+        if self.compiled_walk is None:
+            use = _bytes_read + read_now >= COMPILED_AFTER_BYTES and _compiled() is not None
+        else:
+            use = self.compiled_walk
+        if use:
+            self.columns = _compiled().Columns()
+        return use
 
     def _reset(self) -> None:
         self.parts: list[pa.RecordBatch] = []
         self.rows = 0
         self.data_bytes = 0
 
-    def walk(self, buf, frames, first: int, count: int) -> tuple[int, int, compiled.Walked]:
-        """Frames `first` .. `count` - 1 by the compiled walk: (status, next frame, what
-        the messages it took add)."""
-        if not self.compiled_walk:
-            return compiled.FALLBACK, first, compiled.Walked(self.rows, self.data_bytes, 0, 0, 0)
+    def walk(self, buf, frames, first: int, count: int) -> tuple[int, int, bounds.Walked]:
+        """Frames `first` .. `count` - 1 by the compiled walk once `compiled` said so,
+        else none: (status, next frame, what the messages it took add)."""
+        if self.columns is None:
+            return bounds.FALLBACK, first, bounds.Walked(self.rows, self.data_bytes, 0, 0, 0)
         status, stop = self.columns.walk(buf, frames, first, count, self.limits, self.rows,
                                          self.data_bytes)  # fmt: skip
         walked = self.columns.counts()
@@ -323,9 +371,9 @@ class RowBuffer:
 
     def _seal(self) -> None:
         """The compiled walk's rows so far become a part of the batch."""
-        if self.columns.rows:
+        if self.columns is not None and self.columns.rows:
             self.parts.append(pa.RecordBatch.from_arrays(self.columns.arrays(), schema=ROW_SCHEMA))
-            self.columns = compiled.Columns(self.columns.sizes())
+            self.columns = _compiled().Columns(self.columns.sizes())
 
     def take(self) -> pa.RecordBatch | None:
         """The buffered rows as one batch of ROW_SCHEMA, if there are any; empties the

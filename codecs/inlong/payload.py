@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from wirecodecs.errors import DecodeError
-from wirecodecs.inlong import compiled, decoder
+from wirecodecs.inlong import bounds, decoder
 from wirecodecs.inlong import message as msg
 from wirecodecs.inlong.decoder import ROW_SCHEMA, RowBuffer
 from wirecodecs.inlong.options import InlongOptions
@@ -25,10 +25,10 @@ UNBOUNDED = 1 << 62  # no chunk bound: a message is never cut
 
 
 def decode_values(
-    values: pa.BinaryArray, opts: InlongOptions, *, compiled_walk: bool = True
+    values: pa.BinaryArray, opts: InlongOptions, *, compiled_walk: bool | None = None
 ) -> CarriedRows:
-    """Every value as one message: its rows, and the values that do not read (without
-    `compiled_walk`, all by `message.parse`: the tests' reference)."""
+    """Every value as one message: its rows, and the values that do not read
+    (`compiled_walk` as `decoder.decode` takes it)."""
     count = len(values)
     _, offsets_buffer, data_buffer = values.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
@@ -37,15 +37,16 @@ def decode_values(
     # message start and length, the row's byte_offset (here: the value's index), bytes
     frames = np.stack([offsets[:-1], sizes, np.arange(count), sizes]).astype(np.int64)
     limits = decoder.file_limits(opts)
-    limits[compiled.L_CHUNK_ROWS] = limits[compiled.L_CHUNK_BYTES] = UNBOUNDED
+    limits[bounds.L_CHUNK_ROWS] = limits[bounds.L_CHUNK_BYTES] = UNBOUNDED
     rows = RowBuffer(None, limits, compiled_walk=compiled_walk)
+    rows.compiled(data.size)
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:
         status, first, _ = rows.walk(data, frames, first, count)
-        if status == compiled.FLUSH:
+        if status == bounds.FLUSH:
             rows.cut()
-        elif status == compiled.FALLBACK:
+        elif status == bounds.FALLBACK:
             start = int(offsets[first])
             value = memoryview(data)[start : start + int(sizes[first])]
             try:
@@ -56,6 +57,7 @@ def decode_values(
                 for items in message.items():
                     rows.append(first, message.header, items)
             first += 1
+    decoder.read(data.size)
     batch = rows.take()
     if batch is None:
         empty = pa.RecordBatch.from_pylist([], schema=VALUE_SCHEMA)

@@ -20,7 +20,7 @@ from inlong_helpers import CASES, vector
 from test_inlong_mutation import SEEDS, framed
 
 from wirecodecs import FileAccounting
-from wirecodecs.inlong import compiled, samples
+from wirecodecs.inlong import bounds, compiled, samples
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong.decoder import decode
 from wirecodecs.inlong.options import InlongOptions
@@ -136,7 +136,7 @@ def test_common_messages_take_the_compiled_walk():
     count, _ = compiled.scan_prefixed(data, 0, 1 << 20, frames)
     limits = np.array([1 << 20, 1 << 20, 1 << 30, 1 << 20, 1 << 30], np.int64)
     columns = compiled.Columns()
-    assert columns.walk(data, frames, 0, count, limits, 0, 0) == (compiled.DONE, count)
+    assert columns.walk(data, frames, 0, count, limits, 0, 0) == (bounds.DONE, count)
     assert columns.counts().frames == count == len(messages)
 
 

@@ -12,8 +12,10 @@ the packet is read again without it.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -70,7 +72,13 @@ class WriterSchema:
     warnings: tuple[str, ...]
     min_datum_bytes: int  # a lower bound on one datum's encoded size
     floats: bool  # float or double somewhere (NaN and infinities need the exact JSON path)
-    program: object  # the compiled JSON walk's `fastjson.Program`, where it can take them
+
+    @functools.cached_property
+    def program(self):
+        """The compiled JSON walk's `fastjson.Program` for its datums, made on first use;
+        None where only the pure path renders them exactly."""
+        walk = compiled_walk()
+        return None if walk is None else walk.program(self.parsed)
 
 
 @dataclass
@@ -91,16 +99,17 @@ class Container:
 _schemas: dict[bytes, WriterSchema] = {}
 
 
-def _fastjson():
-    """The compiled JSON walk (`fastjson`), or None when numba is missing."""
+@functools.cache
+def compiled_walk():
+    """The compiled JSON walk (`fastjson.py`), imported on first use (numba takes a while
+    to start); None when numba is missing or the environment sets WIRELAKE_PURE_PYTHON."""
+    if os.environ.get("WIRELAKE_PURE_PYTHON"):
+        return None
     try:
         from wirecodecs.cernan import fastjson
     except ImportError:
         return None
     return fastjson
-
-
-FASTJSON = _fastjson()
 
 
 def _long(buf, pos: int, code: str, what: str) -> tuple[int, int]:
@@ -250,7 +259,6 @@ def writer_schema(raw: bytes) -> WriterSchema:
         warnings=tuple(warnings),
         min_datum_bytes=min_bytes(parsed, {}),
         floats='"float"' in canonical or '"double"' in canonical,
-        program=None if FASTJSON is None else FASTJSON.program(parsed),
     )
     if len(_schemas) >= _SCHEMA_CACHE_SIZE:
         _schemas.clear()
@@ -431,7 +439,7 @@ def _read_datums(
             + ("" if min_datum else f" ({wire_bytes} as written, datums of no bytes)"),
         )
     if compiled:
-        rendered = FASTJSON.render_block(container.schema.program, raw, count)
+        rendered = compiled_walk().render_block(container.schema.program, raw, count)
         if rendered is None:
             raise NeedsPurePath
         container.json_blocks.append(rendered)

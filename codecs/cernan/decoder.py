@@ -20,7 +20,6 @@ Policy, as the golden sidecars encode it:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -48,9 +47,21 @@ FORMAT = "cernan"
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
-# the compiled JSON walk (`fastjson.py`) for the `record_json` column, unless the
-# environment sets WIRELAKE_PURE_PYTHON; chosen once, at import (tests set it to run both)
-COMPILED = avro.FASTJSON is not None and not os.environ.get("WIRELAKE_PURE_PYTHON")
+# The compiled JSON walk (`fastjson.py`, the `record_json` column) costs a fresh process
+# about 0.4 s of CPU before its first block (numba's start, loading its cached machine
+# code; docs/cernan.md §9), then saves about 80 ms per MB: packets take it once the
+# process has read this much cernan data, so that a small file does not pay for it.
+COMPILED_AFTER_BYTES = 4 << 20
+AUTO = "auto"  # COMPILED: the compiled walk once worth it (`COMPILED_AFTER_BYTES`)
+COMPILED = AUTO  # tests set True or False to run one walk only
+_bytes_read = 0  # cernan data read by this process so far (files decoded to the end)
+
+
+def _compiled(window: StreamWindow) -> bool:
+    """Whether the next packet takes the compiled walk (where its datums allow)."""
+    if COMPILED == AUTO and _bytes_read + window.bytes_read < COMPILED_AFTER_BYTES:
+        return False
+    return bool(COMPILED) and avro.compiled_walk() is not None
 
 
 def decode(
@@ -58,6 +69,7 @@ def decode(
 ) -> Iterator[pa.RecordBatch | Quarantined | TableRows]:
     """Walk a cernan dump; yield record batches, packets rows (`TableRows`) and
     quarantined packets in file order and fill `accounting` (policy: module docstring)."""
+    global _bytes_read
     window = StreamWindow(stream)
     out = PacketRows(source, opts)
     resynced = False
@@ -86,7 +98,7 @@ def decode(
                 out.reader,
                 opts.max_decompressed_bytes,
                 out.render,
-                COMPILED and out.json_only,
+                out.json_only and _compiled(window),
             )
             packet.resynced, resynced = resynced, False
             out.add(packet)
@@ -101,6 +113,7 @@ def decode(
         yield from out.flush()
     finally:
         accounting.bytes_total += window.bytes_read
+        _bytes_read += window.bytes_read
 
 
 def _cut(length: int, available: int) -> str:

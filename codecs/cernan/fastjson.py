@@ -564,6 +564,7 @@ def render_block(prog: Program, raw, count: int) -> tuple[bytes, np.ndarray] | N
     exactly as fastavro and `render.datums_json` give them; None where the pure path must
     say (module docstring)."""
     data = np.frombuffer(raw, np.uint8)
+    data.flags.writeable = False  # one compiled signature whether `raw` is bytes or not
     out = np.empty(64 * count + 2 * data.size + 64, np.uint8)
     ends = np.empty(count, np.int64)
     fpos = np.empty(max(count, 1), np.int64)

@@ -14,13 +14,14 @@ import cramjam
 import numpy as np
 import pyarrow as pa
 import pytest
+from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inlong_helpers import CASES, vector
 from test_inlong_mutation import SEEDS, framed
 
 from wirecodecs import FileAccounting
-from wirecodecs.inlong import bounds, compiled, samples
+from wirecodecs.inlong import bounds, compiled, decoder, samples
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong.decoder import decode
 from wirecodecs.inlong.options import InlongOptions
@@ -179,3 +180,23 @@ def test_snappy_accepts_nothing_cramjam_rejects(block, data):
     got = compiled_snappy(bytes(damaged))
     if got is not None:
         assert got == cramjam_snappy(bytes(damaged))
+
+
+def test_the_compiled_walk_takes_over_within_a_file(monkeypatch):
+    """Once the process has read COMPILED_AFTER_BYTES the compiled walk takes the rest of
+    the file (from the next window of frames), its rows joining the pure walk's in the
+    same batches."""
+    monkeypatch.setattr(decoder, "COMPILED_AFTER_BYTES", 5000)
+    monkeypatch.setattr(decoder, "WINDOW_BYTES", 2000)
+    monkeypatch.setattr(decoder, "_bytes_read", 0)
+    data = enc.length_prefixed([vector(case) for case in CASES] * 3)
+    assert len(data) > 4 * decoder.COMPILED_AFTER_BYTES  # windows on both walks
+    accounting = FileAccounting("mem.bin", "inlong")
+    opts = InlongOptions(framing="length_prefixed", batch_rows=40)
+    stream = ChunkedReads(data, [1500])  # the window reads a little at a time
+    auto = list(decode(stream, "mem.bin", accounting, opts))
+    assert decoder._bytes_read == len(data)
+    got = [item.to_pylist() if isinstance(item, pa.RecordBatch) else dataclasses.astuple(item)
+           for item in auto]  # fmt: skip
+    pure = outcome(data, False, framing="length_prefixed", batch_rows=40)
+    assert [*got, accounting.to_dict()] == pure

@@ -72,18 +72,26 @@ COMPILED_AFTER_BYTES = 8 << 20
 _bytes_read = 0  # Kafka data read by this process so far (files decoded to the end)
 
 
-def _when_worth_it(window: StreamWindow) -> Callable[[object], object]:
+def _when_worth_it(window: StreamWindow, size: int = 0) -> Callable[[object], object]:
     """A flush's compiled-walk buffers (`fastpath.Columns`, sized like the `previous`
-    flush's) once this process has read COMPILED_AFTER_BYTES, counting this file so far;
-    before that, or without numba, None: the pure walk."""
+    flush's) once this process has read COMPILED_AFTER_BYTES, counting this file so far
+    or its whole `size` when known; before that, or without numba, None: the pure walk."""
 
     def columns(previous):
-        if _bytes_read + window.bytes_read < COMPILED_AFTER_BYTES:
+        if _bytes_read + max(size, window.bytes_read) < COMPILED_AFTER_BYTES:
             return None
         compiled = _compiled_columns()
         return None if compiled is None else compiled(previous)
 
     return columns
+
+
+def _file_size(stream: BinaryIO) -> int:
+    """The size of the file under `stream`, 0 when it is not a file."""
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return 0
 
 
 AUTO = "auto"  # COMPILED_COLUMNS: choose per flush with `_when_worth_it`
@@ -97,7 +105,9 @@ def decode(
     file order and fill `accounting` (see the module docstring for the damage policy)."""
     global _bytes_read
     window = StreamWindow(stream)
-    walk = _when_worth_it(window) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
+    walk = (
+        _when_worth_it(window, _file_size(stream)) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
+    )
     rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, walk)
     last_good = None  # the last good entry: a plausible tail starts after its last offset
     try:

@@ -40,6 +40,19 @@ def test_pure_walk_until_the_process_has_read_enough(auto_walk):
     assert isinstance(choose(previous), fastpath.Columns)
 
 
+def test_a_file_known_to_be_large_takes_the_compiled_walk_at_once(auto_walk, tmp_path):
+    auto_walk.setattr(decoder, "COMPILED_AFTER_BYTES", 150)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"x" * 150)
+    with path.open("rb") as stream:
+        size = decoder._file_size(stream)
+        assert size == 150
+        assert isinstance(
+            decoder._when_worth_it(StreamWindow(stream), size)(None), fastpath.Columns
+        )
+    assert decoder._file_size(io.BytesIO(b"x" * 150)) == 0  # not a file: counted as read
+
+
 def test_the_process_counts_what_it_read(auto_walk):
     data = (KAFKA_DATA / "v2_none.log").read_bytes()
     decode_all(data)

@@ -363,12 +363,6 @@ class RowBuffer:
         self.rows += count
         self.data_bytes += items.data_bytes
 
-    def cut(self) -> None:
-        """Start a new batch without handing out the rows so far: `take` returns them all
-        in one, concatenated (rows in columns of a batch's size: cheaper to build)."""
-        self._seal()
-        self.rows = self.data_bytes = 0
-
     def _seal(self) -> None:
         """The compiled walk's rows so far become a part of the batch."""
         if self.columns is not None and self.columns.rows:

@@ -2,10 +2,9 @@
 
 The values are walked like the frames of a file (`decoder._frames`): runs of them by the
 compiled walk into one row buffer, the values it hands over by `message.parse` (which
-names the error of a value that does not read). Rows stay in columns throughout. The row
-buffer is cut where a file's batches would end, and the parts joined at the end (one
-batch for the run): columns of a batch's size build faster than one huge set (which
-took 1.6 times as long), and a message is never cut in chunks.
+names the error of a value that does not read). Rows stay in columns throughout; the
+buffer is neither flushed nor cut in chunks, as the rows of a run of values come back as
+one batch (built in one go: as fast as building batch-sized parts and joining them).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.registry import CarriedRows
 
 VALUE_SCHEMA = pa.schema(list(ROW_SCHEMA)[1:])  # all but the lineage pair
-UNBOUNDED = 1 << 62  # no chunk bound: a message is never cut
+UNBOUNDED = 1 << 62  # no batch or chunk bound: the run's rows are one batch
 
 
 def decode_values(
@@ -36,17 +35,14 @@ def decode_values(
     sizes = np.diff(offsets)
     # message start and length, the row's byte_offset (here: the value's index), bytes
     frames = np.stack([offsets[:-1], sizes, np.arange(count), sizes]).astype(np.int64)
-    limits = decoder.file_limits(opts)
-    limits[bounds.L_CHUNK_ROWS] = limits[bounds.L_CHUNK_BYTES] = UNBOUNDED
+    limits = np.array([opts.max_decompressed_bytes, *[UNBOUNDED] * 4], np.int64)
     rows = RowBuffer(None, limits, compiled_walk=compiled_walk)
     rows.compiled(data.size)
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:
         status, first, _ = rows.walk(data, frames, first, count)
-        if status == bounds.FLUSH:
-            rows.cut()
-        elif status == bounds.FALLBACK:
+        if status == bounds.FALLBACK:
             start = int(offsets[first])
             value = memoryview(data)[start : start + int(sizes[first])]
             try:

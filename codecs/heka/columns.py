@@ -77,9 +77,10 @@ class Buffers:
             np.empty((fp.ROW_TEXTS, rows), np.int64),
             np.empty((fp.FIELD_ROWS, _START_FIELDS), np.int64),
             np.empty((fp.ELEMENT_ROWS, _START_ELEMENTS), np.int64),
-            tuple(np.empty(_START_BYTES, np.uint8) for _ in range(fp.TEXTS)),
+            np.empty(fp.TEXTS * _START_BYTES, np.uint8),
         )
         self.used = np.zeros(fp.USED, np.int64)
+        self.used[fp.U_REGIONS :] = np.arange(fp.TEXTS + 1) * _START_BYTES
 
     @property
     def rows(self) -> int:
@@ -87,35 +88,58 @@ class Buffers:
 
     def grow(self, body_bytes: int) -> None:
         """Room for one more message of `body_bytes` (`fastpath.room`)."""
-        rows, lengths, fields, elements, texts = self.buffers
+        rows, lengths, fields, elements, arena = self.buffers
         used = self.used
         field_room, element_room, text_room = fp.room(body_bytes)
-        row_need = min(max(2 * rows.shape[1], used[fp.U_ROWS] + 1), self.batch_rows)
+        row_need = used[fp.U_ROWS] + 1
 
-        def wider(table: np.ndarray, need: int) -> np.ndarray:
+        def wider(table: np.ndarray, need: int, most: int | None = None) -> np.ndarray:
             if need <= table.shape[-1]:
                 return table
-            out = np.empty((*table.shape[:-1], max(need, 2 * table.shape[-1])), table.dtype)
+            size = max(need, min(2 * table.shape[-1], most or need + table.shape[-1]))
+            out = np.empty((*table.shape[:-1], size), table.dtype)
             out[..., : table.shape[-1]] = table
             return out
 
         element_need = max(used[fp.U_ELEMENTS : fp.U_TEXTS]) + element_room
         self.buffers = (
-            wider(rows, row_need),
-            wider(lengths, row_need),
+            wider(rows, row_need, self.batch_rows),
+            wider(lengths, row_need, self.batch_rows),
             wider(fields, used[fp.U_FIELDS] + field_room),
             wider(elements, element_need),
-            tuple(
-                wider(text, used[fp.U_TEXTS + column] + text_room)
-                for column, text in enumerate(texts)
-            ),
+            self._wider_arena(arena, text_room),
         )
+
+    def _wider_arena(self, arena: np.ndarray, text_room: int) -> np.ndarray:
+        """The arena with `text_room` free in every column's region (those short doubled)."""
+        used = self.used
+        filled = used[fp.U_TEXTS : fp.U_TEXTS + fp.TEXTS]
+        regions = used[fp.U_REGIONS :]
+        sizes = np.diff(regions)
+        short = filled + text_room > sizes
+        if not short.any():
+            return arena
+        sizes = np.where(short, np.maximum(filled + text_room, 2 * sizes), sizes)
+        bounds = np.zeros(fp.TEXTS + 1, np.int64)
+        np.cumsum(sizes, out=bounds[1:])
+        wider = np.empty(bounds[-1], np.uint8)
+        for column in range(fp.TEXTS):
+            at, new, size = regions[column], bounds[column], filled[column]
+            wider[new : new + size] = arena[at : at + size]
+        regions[:] = bounds
+        return wider
+
+    def _text(self, column: int) -> np.ndarray:
+        """The bytes of a text column so far (a view of the arena)."""
+        at = self.used[fp.U_REGIONS + column]
+        return self.buffers[4][at : at + self.used[fp.U_TEXTS + column]]
 
     def flush(self) -> pa.RecordBatch:
         """The rows so far as a batch; the buffers are then empty (their values copied)."""
         used = self.used
         n, nf = int(used[fp.U_ROWS]), int(used[fp.U_FIELDS])
-        rows_, lengths_, fields_, elements_, texts = self.buffers
+        rows_, lengths_, fields_, elements_, _ = self.buffers
+        texts = [self._text(column) for column in range(fp.TEXTS)]
         rows, lengths, fields = rows_[:, :n].copy(), lengths_[:, :n], fields_[:, :nf].copy()
         elements = [
             elements_[kind, : used[fp.U_ELEMENTS + kind]].copy() for kind in range(fp.ELEMENT_ROWS)
@@ -157,7 +181,7 @@ class Buffers:
         columns["hmac_key_version"] = _masked(version, version == fp.NONE, pa.int64())
         columns["hmac"] = _binary(lengths[fp.T_HMAC], texts[fp.T_HMAC])
         columns["body_encoding"] = _names(("protobuf", "snappy")).take(rows[fp.R_SNAPPY])
-        used[:] = 0
+        used[: fp.U_REGIONS] = 0
         return pa.RecordBatch.from_arrays(
             [columns[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
         )

@@ -1,0 +1,24 @@
+"""Every Heka codec test runs twice: with the compiled walk (`fastpath`, the decoder's
+choice when numba is there) and with its pure-Python twin, so both meet the same vectors,
+sidecars, mutation corpus and round trips (the compiled run is skipped without numba)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wirecodecs.heka import decoder
+
+
+@pytest.fixture(scope="session", params=["compiled", "pure"], autouse=True)
+def heka_walk(request):
+    """Sets the decoder's walk for the session's tests with this parameter."""
+    chosen = decoder.COMPILED
+    if request.param == "compiled":
+        if chosen is None:
+            pytest.skip("numba is missing: no compiled walk")
+        walk = chosen
+    else:
+        walk = None
+    decoder.COMPILED = walk
+    yield request.param
+    decoder.COMPILED = chosen

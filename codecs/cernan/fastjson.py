@@ -175,10 +175,9 @@ def _long(raw, pos):
 
 
 @njit(cache=True, nogil=True)
-def _room(out, used, need):
-    """`out`, or a copy twice as large when `need` more bytes do not fit."""
-    if used + need <= out.size:
-        return out
+def _grown(out, used, need):
+    """A copy of `out` with room for `need` more bytes (callers check first: the call,
+    and its reference counting, only when it grows)."""
     grown = np.empty(max(2 * out.size, used + need), np.uint8)
     grown[:used] = out[:used]
     return grown
@@ -341,11 +340,15 @@ def _has_null(out, start, end):
 
 
 @njit(cache=True, nogil=True)
-def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
+def _walk(nodes, pool, pool_at, root, depth, raw, count):
     """Render `count` datums of node `root` that must fill `raw` exactly: the text in
     `out` (grown as needed), each datum's end in `ends`, each float's place and value in
     `fpos`/`fval` (left out of the text). Returns (bytes used or `_FAILED`, floats, out,
-    fpos, fval)."""
+    ends, fpos, fval); the buffers are made here, where that is cheapest."""
+    out = np.empty(2 * raw.size + 8 * count + 64, np.uint8)
+    ends = np.empty(count, np.int64)
+    fpos = np.empty(max(count, 1), np.int64)
+    fval = np.empty(max(count, 1), np.float64)
     st_node = np.empty(depth + 1, np.int64)
     st_pos = np.empty(depth + 1, np.int64)  # record: field index; array/map: items left
     st_keys = np.empty(depth + 1, np.int64)  # map: where its keys start in `keys`
@@ -360,42 +363,43 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
         start, floats_before, level, n_keys = used, floats, 0, 0
         node = root
         while True:
-            out = _room(out, used, 64)
+            if used + 64 > out.size:
+                out = _grown(out, used, 64)
             op = nodes[node]
             descend = -1
             if op == UNION:
                 branch, pos = _long(raw, pos)
                 if pos < 0 or branch < 0 or branch >= nodes[node + 1]:
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 node = nodes[node + 2 + branch]
                 continue
             if op == NULL:
                 used = _put(_NULL, out, used)
             elif op == BOOLEAN:
                 if pos >= raw.size or raw[pos] > 1:
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 used = _put(_TRUE if raw[pos] else _FALSE, out, used)
                 pos += 1
             elif op in (LONG, TS_MILLIS, TS_MICROS):
                 value, pos = _long(raw, pos)
                 if pos < 0:
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 if op == LONG:
                     used = _write_long(value, out, used)
                 else:
                     scale = 1000 if op == TS_MILLIS else 1
                     if not _MIN_US // scale <= value <= _MAX_US // scale:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                     used = _write_timestamp(value * scale, out, used)
             elif op in (FLOAT, DOUBLE):
                 size = 4 if op == FLOAT else 8
                 if raw.size - pos < size:
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 scratch[:size] = raw[pos : pos + size]
                 pos += size
                 value = np.float64(as_float[0]) if op == FLOAT else as_double[0]
                 if not np.isfinite(value):
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 if floats == fpos.size:
                     fpos = np.concatenate((fpos, np.empty_like(fpos)))
                     fval = np.concatenate((fval, np.empty_like(fval)))
@@ -408,24 +412,26 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
                 else:
                     size, pos = _long(raw, pos)
                     if pos < 0 or size < 0:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                 if size > raw.size - pos:
-                    return _FAILED, 0, out, fpos, fval
-                out = _room(out, used, 6 * size + 8)
+                    return _FAILED, 0, out, ends, fpos, fval
+                if used + 6 * size + 8 > out.size:
+                    out = _grown(out, used, 6 * size + 8)
                 if op == STRING:
                     used = _write_string(raw, pos, pos + size, out, used)
                     if used < 0:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                 else:
                     used = _write_base64(raw, pos, pos + size, out, used)
                 pos += size
             elif op == ENUM:
                 index, pos = _long(raw, pos)
                 if pos < 0 or index < 0 or index >= nodes[node + 1]:
-                    return _FAILED, 0, out, fpos, fval
+                    return _FAILED, 0, out, ends, fpos, fval
                 text = nodes[node + 2 + index]
                 size = pool_at[text + 1] - pool_at[text]
-                out = _room(out, used, size)
+                if used + size > out.size:
+                    out = _grown(out, used, size)
                 out[used : used + size] = pool[pool_at[text] : pool_at[text + 1]]
                 used += size
             elif op == RECORD:
@@ -462,7 +468,8 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
                     st_pos[top] = field
                     key = nodes[st_node[top] + 2 + 2 * field]
                     size = pool_at[key + 1] - pool_at[key]
-                    out = _room(out, used, size + 1)
+                    if used + size + 1 > out.size:
+                        out = _grown(out, used, size + 1)
                     if field:
                         out[used] = 44
                         used += 1
@@ -480,7 +487,7 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
                         items = -items
                         _, pos = _long(raw, pos)
                     if pos < 0 or items < 0:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                     if items == 0:
                         out[used] = 93 if parent == ARRAY else 125
                         used += 1
@@ -494,37 +501,38 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count, out, ends, fpos, fval):
                 if parent == MAP:
                     size, pos = _long(raw, pos)
                     if pos < 0 or size < 0 or size > raw.size - pos:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                     if n_keys - st_keys[top] == MAX_MAP_KEYS:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                     for k in range(st_keys[top], n_keys):
                         if key_ends[k] - keys[k] == size and np.array_equal(
                             raw[keys[k] : key_ends[k]], raw[pos : pos + size]
                         ):
-                            return _FAILED, 0, out, fpos, fval  # fastavro's dict keeps one
+                            return _FAILED, 0, out, ends, fpos, fval  # fastavro's dict keeps one
                     keys[n_keys] = pos
                     key_ends[n_keys] = pos + size
                     n_keys += 1
-                    out = _room(out, used, 6 * size + 8)
+                    if used + 6 * size + 8 > out.size:
+                        out = _grown(out, used, 6 * size + 8)
                     used = _write_string(raw, pos, pos + size, out, used)
                     if used < 0:
-                        return _FAILED, 0, out, fpos, fval
+                        return _FAILED, 0, out, ends, fpos, fval
                     out[used] = 58
                     used += 1
                     pos += size
                 descend = nodes[st_node[top] + 1]
                 break
             if used > limit:
-                return _FAILED, 0, out, fpos, fval
+                return _FAILED, 0, out, ends, fpos, fval
             if not level:
                 break
             node = descend
         if floats > floats_before and _has_null(out, start, used):
-            return _FAILED, 0, out, fpos, fval  # `render` writes it with the stdlib encoder
+            return _FAILED, 0, out, ends, fpos, fval  # `render` writes it with the stdlib encoder
         ends[datum] = used
     if pos != raw.size:
-        return _FAILED, 0, out, fpos, fval
-    return used, floats, out, fpos, fval
+        return _FAILED, 0, out, ends, fpos, fval
+    return used, floats, out, ends, fpos, fval
 
 
 @njit(cache=True, nogil=True)
@@ -565,22 +573,8 @@ def render_block(prog: Program, raw, count: int) -> tuple[bytes, np.ndarray] | N
     say (module docstring)."""
     data = np.frombuffer(raw, np.uint8)
     data.flags.writeable = False  # one compiled signature whether `raw` is bytes or not
-    out = np.empty(64 * count + 2 * data.size + 64, np.uint8)
-    ends = np.empty(count, np.int64)
-    fpos = np.empty(max(count, 1), np.int64)
-    fval = np.empty(max(count, 1), np.float64)
-    used, floats, out, fpos, fval = _walk(
-        prog.nodes,
-        prog.pool,
-        prog.pool_at,
-        prog.root,
-        prog.depth,
-        data,
-        count,
-        out,
-        ends,
-        fpos,
-        fval,
+    used, floats, out, ends, fpos, fval = _walk(
+        prog.nodes, prog.pool, prog.pool_at, prog.root, prog.depth, data, count
     )
     if used < 0:
         return None

@@ -10,11 +10,17 @@ starts from the same state and its peak memory is its own:
 * wirecodecs: the registered `hercules` decoder over the open batch file (streamed),
   every Arrow batch built (typed tag list and JSON view per event);
 * json.loads: the JSON lines file read line by line, `json.loads` on each (Python's C
-  parser; it builds dicts, no Arrow).
+  parser; it builds dicts, no Arrow);
+* kafka+hercules: a Kafka log segment whose record values are the same events (one per
+  record, uncompressed v2 batches of RECORDS_PER_BATCH, as the gate's topic holds them).
 
 Times are the best of --repeat runs (wall clock, including the file read). Memory is the
 child's peak resident set (`ru_maxrss`), its growth over the child's state after imports,
-and tracemalloc's peak in one more, untimed run.
+and tracemalloc's peak in one more, untimed run. The ratios come from one more child that
+runs the three readers interleaved, --repeat rounds, best wall and CPU time of each (the
+machine is shared: CPU time is the steadier figure). Last, the first decode of a one-event
+batch in a fresh process, with an empty numba cache (compiles) and with the cache that run
+filled (loads).
 
     ./wirelake bench hercules [--size-mb 50] [--repeat 3] [--json]
 """
@@ -22,8 +28,10 @@ and tracemalloc's peak in one more, untimed run.
 from __future__ import annotations
 
 import json
+import os
 import random
 import struct
+import time
 from pathlib import Path
 
 import harness
@@ -31,10 +39,12 @@ import harness
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.hercules.encoder import encode_event
 from wirecodecs.hercules.samples import log_event
+from wirecodecs.kafka import encoder as kafka_enc
 from wirecodecs.options import resolve
 from wirecodecs.registry import get
 
 TICK0 = 17_900_000_000_000_000  # 2026-09-21 in 100-ns ticks
+RECORDS_PER_BATCH = 64
 
 
 def write_batch(batch: Path, size_mb: float, seed: int = 7) -> int:
@@ -54,15 +64,28 @@ def write_batch(batch: Path, size_mb: float, seed: int = 7) -> int:
     return count
 
 
-def write_inputs(batch: Path, lines: Path, size_mb: int, seed: int = 7) -> int:
-    """The gate batch and the same events as JSON lines; returns the event count."""
+def write_inputs(batch: Path, lines: Path, segment: Path, size_mb: int, seed: int = 7) -> int:
+    """The gate batch, the same events as JSON lines and as a Kafka segment's record
+    values; returns the event count."""
     count = write_batch(batch, size_mb, seed)
+    write_segment(segment, count, seed)
     with lines.open("w") as out:
         for row in _rows(batch):
             head = {key: row[key] for key in ("version", "timestamp", "uuid")}
             text = json.dumps(head, separators=(",", ":"))
             out.write(f'{text[:-1]},"tags":{row["tags_json"]}}}\n')
     return count
+
+
+def write_segment(segment: Path, count: int, seed: int = 7) -> None:
+    """The `count` events `write_batch` writes, as the record values of a Kafka segment."""
+    rng = random.Random(seed)
+    events = [encode_event(log_event(rng, TICK0 + i * 37_000)) for i in range(count)]
+    with segment.open("wb") as out:
+        for start in range(0, count, RECORDS_PER_BATCH):
+            chunk = events[start : start + RECORDS_PER_BATCH]
+            records = [kafka_enc.Record(value=event) for event in chunk]
+            out.write(kafka_enc.encode_log([kafka_enc.RecordBatch(records, base_offset=start)]))
 
 
 def _rows(path: Path):
@@ -86,18 +109,52 @@ def _json_loads(path: str) -> int:
     return rows
 
 
-READERS = {"wirecodecs": _wirecodecs, "json.loads": _json_loads}
+def _kafka(path: str) -> int:
+    return harness.decode("kafka+hercules", path, {}).rows
 
 
-def worker(reader: str, path: str, *, repeat: int) -> dict:
+READERS = {"wirecodecs": _wirecodecs, "json.loads": _json_loads, "kafka+hercules": _kafka}
+
+
+def _interleaved(paths: list[str], repeat: int) -> dict:
+    """Inside one child: the readers in turn, `repeat` rounds; best wall and CPU seconds."""
+    best = {reader: [float("inf")] * 2 for reader in READERS}
+    for _ in range(repeat):
+        for (reader, read), path in zip(READERS.items(), paths, strict=True):
+            wall, cpu = time.perf_counter(), time.process_time()
+            read(path)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            best[reader] = [min(best[reader][0], wall), min(best[reader][1], cpu)]
+    return best
+
+
+def _first_call(path: str) -> dict:
+    """Inside a fresh child: the first and the second decode of a small batch."""
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        _wirecodecs(path)
+        times.append(time.perf_counter() - start)
+    return {"first_seconds": times[0], "second_seconds": times[1]}
+
+
+def worker(reader: str, *paths: str, repeat: int) -> dict:
     """Runs inside the child (no Arrow pool figure: json.loads builds no Arrow)."""
-    return harness.best_of(lambda: READERS[reader](path), repeat, arrow_pool=False)
+    if reader == "interleaved":
+        return _interleaved(list(paths), repeat)
+    if reader == "first":
+        return _first_call(paths[0])
+    return harness.best_of(lambda: READERS[reader](paths[0]), repeat, arrow_pool=False)
 
 
 def bench(args, tmp: Path) -> dict:
     results = []
-    inputs = {"wirecodecs": tmp / "batch.bin", "json.loads": tmp / "events.jsonl"}
-    events = write_inputs(inputs["wirecodecs"], inputs["json.loads"], args.size_mb)
+    inputs = {
+        "wirecodecs": tmp / "batch.bin",
+        "json.loads": tmp / "events.jsonl",
+        "kafka+hercules": tmp / "00000000000000000000.log",
+    }
+    events = write_inputs(*inputs.values(), args.size_mb)
     for reader, path in inputs.items():
         got = harness.measure(__file__, [reader, path], args.repeat)
         results.append(
@@ -105,8 +162,22 @@ def bench(args, tmp: Path) -> dict:
                 got, events, path, label=reader, unit="events", reader=reader, input=path.name
             )
         )
-    ratio = results[0]["seconds"] / results[1]["seconds"]
-    return {"results": results, "wirecodecs_over_json_time": ratio}
+    best = harness.measure(__file__, ["interleaved", *inputs.values()], args.repeat)
+    (wall, cpu), (json_wall, json_cpu), (kafka_wall, kafka_cpu) = best.values()
+    small = tmp / "small.bin"
+    write_batch(small, 0.0001)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp / "numba-cache")}
+    first = [harness.measure(__file__, ["first", small], 1, env) for _ in ("cold", "warm")]
+    return {
+        "results": results,
+        "interleaved": best,
+        "wirecodecs_over_json_time": wall / json_wall,
+        "wirecodecs_over_json_cpu": cpu / json_cpu,
+        "kafka_over_file_time": kafka_wall / wall,
+        "kafka_over_file_cpu": kafka_cpu / cpu,
+        "first_call_cold_cache": first[0],
+        "first_call_warm_cache": first[1],
+    }
 
 
 COLUMNS: list[harness.Column] = [
@@ -122,14 +193,23 @@ COLUMNS: list[harness.Column] = [
 
 
 def _print_table(report: dict) -> None:
-    ratio = report["wirecodecs_over_json_time"]
+    r = report
     harness.print_table(
-        report["results"],
+        r["results"],
         COLUMNS,
-        f"wirecodecs takes {ratio:.2f}x the time of json.loads on the same events "
-        f"({1 / ratio:.2f}x its speed). {harness.machine()} (shared); MB/s of each reader's "
-        "own input",
+        f"Interleaved in one process, best of each: wirecodecs takes "
+        f"{r['wirecodecs_over_json_time']:.2f}x the time of json.loads on the same events "
+        f"(CPU {r['wirecodecs_over_json_cpu']:.2f}x); kafka+hercules "
+        f"{r['kafka_over_file_time']:.2f}x the file decoder's (CPU "
+        f"{r['kafka_over_file_cpu']:.2f}x). {harness.machine()} (shared); MB/s of each "
+        "reader's own input",
     )
+    for cache in ("cold", "warm"):
+        got = r[f"first_call_{cache}_cache"]
+        print(
+            f"first decode of a one-event batch in a fresh process, numba cache {cache}: "
+            f"{got['first_seconds']:.2f} s; the second: {got['second_seconds'] * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

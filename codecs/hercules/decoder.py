@@ -27,25 +27,26 @@ Events have no length prefix and no checksum, so an event is found by reading it
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import io
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, VERSION, VERSION_BYTE, WIDTH, Event, EventReader
+from wirecodecs.hercules.fastpath import COUNTED, E_OFFSET, E_TIMESTAMP, FULL, STOPPED, Columns
 from wirecodecs.hercules.options import HerculesOptions
-from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
+from wirecodecs.hercules.schema import TAG_FIELDS
 from wirecodecs.inflate import drain, lz4_block, read_up_to
-from wirecodecs.rows import EPOCH, EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 
 _LOOKAHEAD = 64 << 10  # bytes buffered ahead of an event before it is read
-_FLUSH_ITEMS = WIDTH << 16  # also yield once 65 536 tag entries are buffered (memory)
+_FLUSH_ENTRIES = 1 << 16  # also yield once 65 536 tag entries are buffered (memory)
 _STATE_ENTRY_BYTES = 12  # stream read state: partition int32, offset int64
 _RESYNC_TICKS = 7 * 24 * 3600 * 10**7  # a week: see `_chain_reads`
 # Resync work (`_work` units, about 1 ns each) a file may spend: a floor, plus an amount
@@ -76,9 +77,9 @@ def decode(
         accounting.bytes_total += window.bytes_read
 
 
-def decode_value(value: bytes, opts: HerculesOptions) -> list[dict]:
-    """One event that is a whole Kafka record value, as one row dict (no lineage pair);
-    raises DecodeError when it does not read or does not fill the value exactly."""
+def read_value(value: bytes, opts: HerculesOptions) -> tuple[Event, list]:
+    """The event that is a whole Kafka record value, and its flat tag entries; raises
+    DecodeError when it does not read or does not fill the value exactly."""
     entries: list = []
     reader = EventReader(value, len(value), opts.max_depth, entries)
     event, end = reader.event(0, opts.max_event_bytes)
@@ -86,14 +87,7 @@ def decode_value(value: bytes, opts: HerculesOptions) -> list[dict]:
         raise DecodeError(
             FORMAT, "trailing_bytes", f"{len(value) - end} bytes after the event", offset=end
         )
-    micros = event_micros(event.timestamp)
-    when = None if micros is None else EPOCH + dt.timedelta(microseconds=micros)
-    row = _head(event, when)._asdict()
-    row["tags"] = [
-        dict(zip(TAG_FIELDS, entries[at : at + WIDTH], strict=True))
-        for at in range(0, len(entries), WIDTH)
-    ]
-    return [row]
+    return event, entries
 
 
 def event_micros(ticks: int) -> int | None:
@@ -101,75 +95,6 @@ def event_micros(ticks: int) -> int | None:
     if EVENT_TIME_MIN_MS <= ticks // 10_000 <= EVENT_TIME_MAX_MS:
         return ticks // 10
     return None
-
-
-class EventHead(NamedTuple):
-    """An event's columns besides lineage and tags."""
-
-    event_time: object  # epoch microseconds in a batch, a datetime in `decode_value`
-    version: int
-    timestamp: int
-    uuid: str
-    size: int
-    tag_count: int
-    tags_json: str
-
-
-def _head(event: Event, event_time) -> EventHead:
-    return EventHead(
-        event_time, event.version, event.timestamp, event.uuid, event.size, event.tag_count,
-        event.json,
-    )  # fmt: skip
-
-
-class _Rows:
-    """Events read since the last flush, turned into Arrow columns in one go. Everything
-    is kept in flat lists (an event's `EventHead` values, its tag entries `WIDTH`
-    items each) and a column is a strided slice. Not a tuple per tag: transposing those
-    (`zip(*entries)`) made an iterator object per tag, and the full garbage collections
-    they set off took 40% of the decode."""
-
-    def __init__(self, source: str, batch_rows: int) -> None:
-        self.source = source
-        self.batch_rows = batch_rows
-        self._reset()
-
-    def _reset(self) -> None:
-        self.offsets: list[int] = []
-        self.heads: list = []  # `EventHead` values of every event, back to back
-        self.entries: list = []  # every event's tag entries, back to back
-        self.ends: list[int] = [0]  # list offsets into `entries`
-
-    def add(self, byte_offset: int, event: Event) -> None:
-        self.offsets.append(byte_offset)
-        self.heads.extend(_head(event, event_micros(event.timestamp)))
-        self.ends.append(len(self.entries) // WIDTH)
-
-    @property
-    def full(self) -> bool:
-        return len(self.offsets) >= self.batch_rows or len(self.entries) >= _FLUSH_ITEMS
-
-    def flush(self) -> Iterator[pa.RecordBatch]:
-        if not self.offsets:
-            return
-        offsets, heads, entries, ends = self.offsets, self.heads, self.entries, self.ends
-        self._reset()
-        tags = pa.StructArray.from_arrays(
-            [pa.array(entries[i::WIDTH], field.type) for i, field in enumerate(TAG_TYPE)],
-            fields=list(TAG_TYPE),
-        )
-        tags_type = HERCULES_SCHEMA.field("tags").type
-        width = len(EventHead._fields)
-        arrays = {
-            name: pa.array(heads[i::width], HERCULES_SCHEMA.field(name).type)
-            for i, name in enumerate(EventHead._fields)
-        }
-        arrays["source_file"] = pa.repeat(pa.scalar(self.source, pa.string()), len(offsets))
-        arrays["byte_offset"] = pa.array(offsets, pa.int64())
-        arrays["tags"] = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), tags, type=tags_type)
-        yield pa.RecordBatch.from_arrays(
-            [arrays[field.name] for field in HERCULES_SCHEMA], schema=HERCULES_SCHEMA
-        )
 
 
 class _Walk:
@@ -182,9 +107,10 @@ class _Walk:
         self.source = source
         self.acc = acc
         self.opts = opts
-        self.rows = _Rows(source, opts.batch_rows)
-        self.reader = EventReader(b"", 0, opts.max_depth, self.rows.entries)
+        self.rows = Columns(opts.max_depth)
+        self.reader = EventReader(b"", 0, opts.max_depth, [])
         self.copy = b""  # the window's bytes from `copy_offset` on: see `_point_reader`
+        self.view = np.frombuffer(self.copy, np.uint8)
         self.copy_offset = 0
         self.last_ticks: int | None = None  # the last good event's timestamp
         self.resync_work = 0  # see `_resync`
@@ -198,14 +124,13 @@ class _Walk:
         good = 0
         damaged = False
         while expected is None or damaged or good < expected:
-            outcome = yield from self._next_event()
+            left = None if expected is None or damaged else expected - good
+            outcome = yield from self._next_events(left)
             if outcome is None:
                 break
-            if outcome:
-                good += 1
-            else:
-                damaged = True
-        yield from self.rows.flush()
+            good += outcome
+            damaged = damaged or not outcome
+        yield from self._flush()
         if expected is not None and not damaged and good == expected and self.window.fill(1):
             yield quarantine_rest(
                 self.window,
@@ -260,27 +185,74 @@ class _Walk:
             truncated_tail(self.window, self.acc)
         return None
 
+    def _flush(self) -> Iterator[pa.RecordBatch]:
+        if self.rows.rows:
+            batch = self.rows.batch(self.source)
+            self.rows = self.rows.fresh()
+            yield batch
+
+    def _next_events(self, left: int | None):
+        """Keep the next events the compiled walk reads (at most `left`), or else read,
+        keep or quarantine the next one with the pure reader (`_next_event`): the events
+        kept (0 for a quarantined region), None when the file (or its readable part)
+        ended. The walk takes an event only where the pure reader would take it with
+        the same bytes buffered: it stops before an event with fewer than `_LOOKAHEAD`
+        bytes buffered (unless the file ends there), where `_next_event` buffers more."""
+        window = self.window
+        available = window.fill(_LOOKAHEAD)
+        if available == 0:
+            return None
+        start = self._point_reader(available)
+        rows = self.rows
+        before = rows.rows
+        outcome, end = rows.walk_file(
+            self.view,
+            start,
+            start + available,
+            _LOOKAHEAD if available >= _LOOKAHEAD else 0,
+            (1 << 62) if left is None else left,
+            self.opts.batch_rows,
+            _FLUSH_ENTRIES,
+            self.opts.max_event_bytes,
+        )
+        kept = rows.rows - before
+        if kept:
+            rows.events[E_OFFSET, before : rows.rows] += window.offset - start
+            self.last_ticks = int(rows.events[E_TIMESTAMP, rows.rows - 1])
+            window.consume(end - start)
+            self.acc.bytes_decoded += end - start
+            self.acc.frames_good += kept
+            self.acc.records_good += kept
+            if outcome == FULL:
+                yield from self._flush()
+            return kept
+        if outcome in (STOPPED, COUNTED, FULL):  # nothing was left to read
+            return None
+        outcome = yield from self._next_event()
+        return outcome if outcome is None else int(outcome)
+
     def _next_event(self):
-        """Read, keep or quarantine the next event: True when one was kept, False for a
-        quarantined region, None when the file (or its readable part) ended."""
+        """Read, keep or quarantine the next event with the pure reader: True when one was
+        kept, False for a quarantined region, None when the file (or its readable part)
+        ended."""
         window = self.window
         max_event = self.opts.max_event_bytes
         want = _LOOKAHEAD
+        entries = self.reader.entries
         while True:
             available = window.fill(want)
             if available == 0:
                 return None
-            entries = self.reader.entries = self.rows.entries
-            mark = len(entries)
+            entries.clear()
             start = self._point_reader(available)
             try:
                 event, end = self.reader.event(start, start + max_event)
             except DecodeError as err:
-                del entries[mark:]
+                entries.clear()
                 if err.kind == "truncated" and available >= want:  # more bytes may come
                     want = min(max(2 * available, _LOOKAHEAD), max_event)
                     continue
-                yield from self.rows.flush()
+                yield from self._flush()
                 version = window.peek(1)[0]
                 if err.kind == "truncated" and version == VERSION:
                     skip = self._resync()  # events after it: a damaged length, not a cut
@@ -299,18 +271,19 @@ class _Walk:
             if end < self.reader.end and self.copy[end] != VERSION:
                 swallowed = self._misframed(end, event.size)
                 if swallowed is not None:
-                    del entries[mark:]
-                    yield from self.rows.flush()
+                    entries.clear()
+                    yield from self._flush()
                     yield self._quarantine_region(swallowed, "misframed_event", (
                         f"the event reads as {event.size} bytes, but no event follows it and "
                         f"one starts at +{swallowed}: a damaged length"))  # fmt: skip
                     return False
-            self.rows.add(window.offset, event)
+            self.rows.add_pure(window.offset, event, entries)
+            entries.clear()
             self.last_ticks = event.timestamp
             window.consume(event.size)
             self.acc.count_good(event.size)
-            if self.rows.full:
-                yield from self.rows.flush()
+            if self.rows.rows >= self.opts.batch_rows or self.rows.entries >= _FLUSH_ENTRIES:
+                yield from self._flush()
             return True
 
     def _point_reader(self, available: int) -> int:
@@ -321,6 +294,7 @@ class _Walk:
         start = self.window.offset - self.copy_offset
         if start + available > len(self.copy):
             self.copy = bytes(self.window.peek(available))
+            self.view = np.frombuffer(self.copy, np.uint8)
             self.copy_offset = self.window.offset
             start = 0
         self.reader.buf = self.copy

@@ -1,33 +1,42 @@
-"""hercules messages carried as Kafka record values (`registry.PayloadCodec`).
-
-First step: each value through `decode_value`'s row dicts; to be replaced by columns.
-"""
+"""Hercules events carried as Kafka record values (`registry.PayloadCodec`): one event per
+value, read by the file decoder's compiled walk into the same column buffers."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.errors import DecodeError
-from wirecodecs.hercules.decoder import decode_value
+from wirecodecs.hercules.decoder import read_value
+from wirecodecs.hercules.fastpath import E_OFFSET, Columns
 from wirecodecs.hercules.options import HerculesOptions
-from wirecodecs.hercules.schema import HERCULES_SCHEMA
 from wirecodecs.registry import CarriedRows
-
-VALUE_SCHEMA = pa.schema(list(HERCULES_SCHEMA)[2:])  # all but the lineage pair
 
 
 def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
-    """Every value as one message: its rows, and the values that do not read."""
-    rows: list[dict] = []
-    value_index: list[int] = []
+    """Every value as one event that fills it exactly: the rows in columns, and the values
+    that do not read. The compiled walk takes what it can; a value it stops at is read by
+    the pure reader (`decoder.read_value`), which raises the exact DecodeError or gives
+    the row the walk leaves to it (invalid UTF-8, duplicate keys)."""
+    count = len(values)
+    _, offsets_buffer, data_buffer = values.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.empty(0, np.uint8)
+    columns = Columns(opts.max_depth)
     errors: list[tuple[int, DecodeError]] = []
-    for index, value in enumerate(values.to_pylist()):
+    first = 0
+    while first < count:
+        stopped, first = columns.walk_values(data, offsets, first, opts.max_event_bytes)
+        if not stopped:
+            break
+        value = data[offsets[first] : offsets[first + 1]].tobytes()
         try:
-            decoded = decode_value(value, opts)
+            event, entries = read_value(value, opts)
         except DecodeError as err:
-            errors.append((index, err))
-            continue
-        rows.extend(decoded)
-        value_index.extend([index] * len(decoded))
-    batch = pa.RecordBatch.from_pylist(rows, schema=VALUE_SCHEMA)
-    return CarriedRows(batch, pa.array(value_index, pa.int32()), errors)
+            errors.append((first, err))
+        else:
+            columns.add_pure(first, event, entries)
+        first += 1
+    value_index = columns.events[E_OFFSET, : columns.rows].astype(np.int32)
+    return CarriedRows(columns.batch(None), pa.array(value_index), errors)

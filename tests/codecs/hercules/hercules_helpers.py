@@ -11,13 +11,26 @@ import struct
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 from decoding import decode_all
+
+from wirecodecs.hercules.options import HerculesOptions
+from wirecodecs.hercules.payload import decode_values
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "hercules"
 
 
 # The registered hercules decoder run to the end over bytes or a stream, every item kept.
 decode = functools.partial(decode_all, source="mem.bin", fmt="hercules")
+
+
+def decode_value(value: bytes, opts: HerculesOptions) -> list[dict]:
+    """One Kafka record value through the payload codec (`payload.decode_values`): its
+    row, or its DecodeError raised."""
+    carried = decode_values(pa.array([value], pa.binary()), opts)
+    if carried.errors:
+        raise carried.errors[0][1]
+    return carried.batch.to_pylist()
 
 
 def sidecar(name: str) -> dict:

@@ -10,13 +10,12 @@ import sys
 
 import pytest
 from decoding import ChunkedReads
-from hercules_helpers import decode
+from hercules_helpers import decode, decode_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules import decoder
-from wirecodecs.hercules.decoder import decode_value
 from wirecodecs.hercules.encoder import encode_batch, encode_event
 from wirecodecs.hercules.event import EventReader
 from wirecodecs.hercules.options import HerculesOptions

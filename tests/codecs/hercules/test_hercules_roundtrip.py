@@ -11,13 +11,12 @@ import uuid
 
 import pytest
 from decoding import ChunkedReads, peak_bytes
-from hercules_helpers import decode, expected_plain, expected_typed, typed
+from hercules_helpers import decode, decode_value, expected_plain, expected_typed, typed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules import decoder
-from wirecodecs.hercules.decoder import decode_value
 from wirecodecs.hercules.encoder import Event, Value, encode_batch, encode_event, lz4_body
 from wirecodecs.hercules.event import TYPE_CODES
 from wirecodecs.hercules.options import HerculesOptions

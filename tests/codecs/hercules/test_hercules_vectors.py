@@ -14,11 +14,10 @@ import hashlib
 import json
 
 import pytest
-from hercules_helpers import DATA, decode, sidecar, typed, vector
+from hercules_helpers import DATA, decode, decode_value, sidecar, typed, vector
 
 from wirecodecs.accounting import HEAD_BYTES
 from wirecodecs.errors import DecodeError
-from wirecodecs.hercules.decoder import decode_value
 from wirecodecs.hercules.options import HerculesOptions
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -206,7 +206,7 @@ def _compiled_walk(
     max_len = opts.max_message_size
     buffers = columns.Buffers(source, opts.batch_rows)
     table = np.empty((fp.FRAME_ROWS, _FRAME_TABLE), np.int64)
-    signers: dict[tuple[bytes, int], bytes | None] = {}
+    signers: dict[tuple, object] = {}  # (signer, key version, hash) -> `_signing`
     after_garbage = False
     need = 3
     while True:
@@ -253,7 +253,7 @@ def _compiled_rows(
         _verify(view, table, first, last, keys, signers, fp)
         while first < last:
             rows, frame_bytes = int(buffers.used[fp.U_ROWS]), int(buffers.used[fp.U_FRAME_BYTES])
-            first, why = fp.messages(
+            first, why, need = fp.messages(
                 data,
                 spare,
                 table,
@@ -272,7 +272,7 @@ def _compiled_rows(
             if why == fp.FULL:
                 yield buffers.flush()
             elif why == fp.GROW:
-                buffers.grow(int(max(table[fp.F_BODY_LEN, first], table[fp.F_INFLATED_LEN, first])))
+                buffers.grow(need)
             elif why == fp.BAD:
                 if buffers.rows:
                     yield buffers.flush()
@@ -332,23 +332,19 @@ def _verify(view, table, first, last, keys, signers, fp) -> None:
     for code, signer, signer_len, version, at, length, body, body_len in zip(
         *table[rows][:, signed].tolist(), strict=True
     ):
-        named = (bytes(view[signer : signer + signer_len]) if signer_len >= 0 else None, version)
-        key = signers.get(named, _UNSEEN)
-        if key is _UNSEEN:
-            key = signers[named] = _signing_key(
-                keys, named[0], None if version == fp.NONE else version
-            )
-        verdict = _verdict(
+        signer_key = (
+            bytes(view[signer : signer + signer_len]) if signer_len >= 0 else None,
+            None if version == fp.NONE else version,
             0 if code == fp.NONE else code,
-            key,
-            view[body : body + body_len],
-            view[at : at + length],
         )
+        signing = signers.get(signer_key)
+        if signing is None:
+            signing = signers[signer_key] = _signing(keys, signer_key[2], *signer_key[:2])
+        verdict = _verdict(signing, view[body : body + body_len], view[at : at + length])
         codes.append(_STATUS_CODES[verdict])
     table[fp.F_STATUS, signed] = codes
 
 
-_UNSEEN = object()
 _STATUS_CODES = {status: code for code, status in enumerate(HMAC_STATUSES)}
 
 
@@ -527,27 +523,32 @@ def _hmac_status(header: Header, body: bytes, keys: Mapping[str, bytes]) -> str 
     unsupported_hash (a hash function code other than MD5/SHA1)."""
     if header.hmac is None:
         return None
-    return _verdict(
-        header.hmac_hash_function or 0,
-        _signing_key(keys, header.hmac_signer, header.hmac_key_version),
-        body,
-        header.hmac,
+    signing = _signing(
+        keys, header.hmac_hash_function or 0, header.hmac_signer, header.hmac_key_version
     )
+    return _verdict(signing, body, header.hmac)
 
 
-def _signing_key(keys: Mapping[str, bytes], signer: bytes | None, version: int | None):
-    """The key of "<signer>_<version>" (signer as UTF-8 text, absent version 0), or None."""
-    return keys.get(f"{(signer or b'').decode('utf-8', 'replace')}_{version or 0}")
-
-
-def _verdict(code: int, key: bytes | None, body, signature) -> str:
-    """A signed body's HMAC verdict (see `_hmac_status`)."""
+def _signing(keys: Mapping[str, bytes], code: int, signer: bytes | None, version: int | None):
+    """What checks a body signed with hash function `code` by "<signer>_<version>" (signer
+    as UTF-8 text, absent version 0): the verdict when no digest can be made, else an
+    empty HMAC keyed for it (the compiled walk keeps one per signer and copies it rather
+    than keying every message: 1.8 against 2.3 us for a 380-byte body)."""
     if code not in (0, 1):
         return "unsupported_hash"
+    key = keys.get(f"{(signer or b'').decode('utf-8', 'replace')}_{version or 0}")
     if key is None:
         return "unknown_signer"
-    digest = hmac.digest(key, body, "sha1" if code else "md5")
-    return "valid" if hmac.compare_digest(digest, signature) else "invalid_digest"
+    return hmac.new(key, digestmod="sha1" if code else "md5")
+
+
+def _verdict(signing, body, signature) -> str:
+    """A signed body's HMAC verdict (see `_hmac_status`), `signing` from `_signing`."""
+    if isinstance(signing, str):
+        return signing
+    digest = signing.copy()
+    digest.update(body)
+    return "valid" if hmac.compare_digest(digest.digest(), signature) else "invalid_digest"
 
 
 def _maybe_snappy(body: bytes, max_len: int) -> bool:

@@ -115,13 +115,15 @@ _STRING_MEMBERS = np.array(
     [-1, T_UUID, -1, T_TYPE, T_LOGGER, -1, T_PAYLOAD, T_ENV_VERSION, -1, T_HOSTNAME]
 )
 _HAS_TIMESTAMP, _STRICT = 1, 2  # a reading's flags (lua_sandbox's checks passed: _STRICT)
+_HEADER_ROOM = 256  # a frame's header strings (hmac_signer, hmac) take less
 
 
 @njit(cache=True, nogil=True)
 def room(body_bytes):
-    """Free space a message of `body_bytes` may need: (Fields, elements per kind, bytes per
-    text column: a canonical uuid is longer than its 16 bytes, a header adds 255)."""
-    return body_bytes // 2 + 1, body_bytes + 1, 2 * body_bytes + 512
+    """Free space messages of `body_bytes` in all (each counted 256 bytes longer: its
+    header's strings) may need: (Fields, elements per kind, bytes per text column, where a
+    canonical uuid is longer than its 16 bytes)."""
+    return body_bytes // 2 + 1, body_bytes + 1, 2 * body_bytes + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -385,12 +387,11 @@ def _uuid_text(arena, cur, data, start):
 
 
 @njit(cache=True, nogil=True)
-def _message(data, pos, end, r, buffers, spans, cur):
+def _message(data, pos, end, r, buffers, starts, ends, cur):
     """The Message in `data[pos:end]` as row `r`, appended at `cur`: its flags
-    (_HAS_TIMESTAMP, _STRICT), or `_FAILED` for damage. `spans` is scratch space: where
-    the last value of each string member (T_UUID..T_HOSTNAME) starts and ends."""
+    (_HAS_TIMESTAMP, _STRICT), or `_FAILED` for damage. `starts` and `ends` are scratch
+    space: where the last value of each string member (T_UUID..T_HOSTNAME) lies."""
     rows, lengths, fields, elements, arena = buffers
-    starts, ends = spans[0], spans[1]
     starts[:] = -1
     timestamp = np.int64(0)
     flags = 0
@@ -438,11 +439,11 @@ def _message(data, pos, end, r, buffers, spans, cur):
 
 
 @njit(cache=True, nogil=True)
-def fits(body_bytes, buffers, used):
-    """Whether the buffers have `room(body_bytes)` free for one more message."""
+def fits(body_bytes, count, buffers, used):
+    """Whether the buffers have `count` rows and `room(body_bytes)` free."""
     rows, _, fields, elements, _ = buffers
     field_room, element_room, text_room = room(body_bytes)
-    if used[U_ROWS] >= rows.shape[1] or used[U_FIELDS] + field_room > fields.shape[1]:
+    if used[U_ROWS] + count > rows.shape[1] or used[U_FIELDS] + field_room > fields.shape[1]:
         return False
     for kind in range(ELEMENT_ROWS):
         if used[U_ELEMENTS + kind] + element_room > elements.shape[1]:
@@ -460,38 +461,43 @@ def fits(body_bytes, buffers, used):
 def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffers, used):
     """Rows for frames `first:last` of `table` (bodies in `data`, inflated ones in
     `spare`), appended to `buffers` after `used`, with the snappy trial's choice as
-    `_body_message` makes it. Returns (the frame it stopped at, why): DONE, FULL (after a
-    row that filled the batch), GROW (the buffers lack `room` for this frame) or BAD (no
-    reading gives a row: the decoder asks the pure reader why)."""
+    `_body_message` makes it. Returns (the frame it stopped at, why, bytes): why is DONE,
+    FULL (after a row that filled the batch), GROW (the buffers lack `room(bytes)` for this
+    frame) or BAD (no reading gives a row: the decoder asks the pure reader why)."""
     rows, lengths, _, _, arena = buffers
-    spans = np.empty((2, 6), np.int64)
+    starts = np.empty(6, np.int64)
+    ends = np.empty(6, np.int64)
     cur = used.copy()
+    # Room for all the frames at once spares a check per frame.
+    at_most = np.maximum(table[F_BODY_LEN, first:last], table[F_INFLATED_LEN, first:last])
+    roomy = fits(at_most.sum() + _HEADER_ROOM * (last - first), last - first, buffers, used)
     for i in range(first, last):
         body = table[F_BODY, i]
         end = body + table[F_BODY_LEN, i]
         inflated = table[F_INFLATED, i]
         inflated_end = inflated + table[F_INFLATED_LEN, i]
-        if not fits(max(end - body, inflated_end - inflated), buffers, used):
-            return i, GROW
+        need = max(end - body, inflated_end - inflated) + _HEADER_ROOM
+        if not roomy and not fits(need, 1, buffers, used):
+            return i, GROW, need
         r = used[U_ROWS]
-        cur[:] = used
+        cur[:U_REGIONS] = used[:U_REGIONS]
         snappy = plain = _FAILED
         if table[F_INFLATED_LEN, i] >= 0:
-            snappy = _message(spare, inflated, inflated_end, r, buffers, spans, cur)
+            snappy = _message(spare, inflated, inflated_end, r, buffers, starts, ends, cur)
         chosen = 1 if snappy >= 0 and snappy & _STRICT else -1
         if chosen < 0:
-            cur[:] = used
-            plain = _message(data, body, end, r, buffers, spans, cur)
+            cur[:U_REGIONS] = used[:U_REGIONS]
+            plain = _message(data, body, end, r, buffers, starts, ends, cur)
             if plain >= 0 and plain & _STRICT:
                 chosen = 0
             elif snappy >= 0 and snappy & _HAS_TIMESTAMP:
-                cur[:] = used
-                _message(spare, inflated, inflated_end, r, buffers, spans, cur)
+                cur[:U_REGIONS] = used[:U_REGIONS]
+                _message(spare, inflated, inflated_end, r, buffers, starts, ends, cur)
                 chosen = 1
             elif plain >= 0 and plain & _HAS_TIMESTAMP:
                 chosen = 0
             else:
-                return i, BAD
+                return i, BAD, 0
         size = table[F_SIZE, i]
         rows[R_OFFSET, r] = base + table[F_START, i]
         rows[R_LENGTH, r] = size
@@ -510,7 +516,7 @@ def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffe
         )
         cur[U_ROWS] = r + 1
         cur[U_FRAME_BYTES] += size
-        used[:] = cur
+        used[:U_REGIONS] = cur[:U_REGIONS]
         if r + 1 >= max_rows or used[U_FRAME_BYTES] >= flush_bytes:
-            return i + 1, FULL
-    return last, DONE
+            return i + 1, FULL, 0
+    return last, DONE, 0

@@ -13,13 +13,15 @@ from test_heka_mutation import SEED_NAMES, SEEDS
 
 from wirecodecs.heka import decoder
 
+COMPILED = decoder._compiled()  # whichever walk the other tests' session has set
+
 
 def both_walks(data: bytes, **options) -> tuple[tuple, tuple]:
     chosen = decoder.COMPILED
     try:
         decoder.COMPILED = None
         pure = outcome(decode(data, **options))
-        decoder.COMPILED = chosen
+        decoder.COMPILED = COMPILED
         compiled = outcome(decode(data, **options))
     finally:
         decoder.COMPILED = chosen
@@ -45,7 +47,7 @@ def damaged(data: bytes, seed: int) -> bytes:
 @pytest.fixture(scope="session", autouse=True)
 def heka_walk():
     """Both walks in each test (this overrides the conftest's one walk per session)."""
-    if decoder.COMPILED is None:
+    if COMPILED is None:
         pytest.skip("numba is missing: no compiled walk")
     return "both"
 

@@ -3,8 +3,8 @@
 Not a test. Writes v2 segments (~100-byte and ~1 KB values; uncompressed, lz4 and zstd
 batches) into a temporary folder under $TMPDIR, then decodes each with every reader in
 fresh child processes, so that every measurement starts from the same state and its peak
-memory is its own; the readers take turns (--repeat rounds, one run each), so that a
-load on the machine falls on all of them alike:
+memory is its own; the readers take turns (two rounds of a process each, --repeat runs
+per process), so that a load on the machine falls on all of them alike:
 
 * wirecodecs: the registered `kafka` decoder over an open file (streamed), every Arrow
   batch built (CRC-32C checked per batch by the decoder);
@@ -40,6 +40,7 @@ from wirecodecs.kafka import encoder as enc
 BATCH_BYTES = 16 * 1024  # the Java producer's default batch.size
 SHAPES = {"100B": 100, "1KB": 1000}  # value size per segment
 CODECS = ("none", "lz4", "zstd")
+ROUNDS = 2  # fresh processes per reader and segment, the readers taking turns
 
 
 def write_segment(
@@ -130,10 +131,10 @@ def bench(args, tmp: Path) -> list[dict]:
             path = tmp / f"v2_{codec}_{shape}.log"
             records = write_segment(path, args.size_mb, value_bytes, codec=codec)
             readers = [r for r in READERS if codec == "none" or r != "kafka-python"]
-            best = {reader: _measure(reader, path) for reader in readers}
-            for _ in range(args.repeat - 1):  # in turns: a load falls on every reader alike
+            best = {reader: _measure(reader, path, args.repeat) for reader in readers}
+            for _ in range(ROUNDS - 1):  # in turns: a load falls on every reader alike
                 for reader in readers:
-                    got = _measure(reader, path)
+                    got = _measure(reader, path, args.repeat)
                     cpu = min(best[reader]["cpu_seconds"], got["cpu_seconds"])
                     if got["seconds"] < best[reader]["seconds"]:
                         best[reader] = got
@@ -149,10 +150,10 @@ def bench(args, tmp: Path) -> list[dict]:
     return results
 
 
-def _measure(reader: str, path: Path) -> dict:
-    """One run of `reader` over `path` in a fresh process."""
+def _measure(reader: str, path: Path, repeat: int) -> dict:
+    """`repeat` runs of `reader` over `path` in a fresh process."""
     pure = {**os.environ, "WIRELAKE_PURE_PYTHON": "1"} if reader.endswith("-pure") else None
-    return harness.measure(__file__, [reader, path], 1, pure)
+    return harness.measure(__file__, [reader, path], repeat, pure)
 
 
 COLUMNS: list[harness.Column] = [

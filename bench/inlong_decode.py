@@ -14,8 +14,9 @@ open file, every Arrow batch built). Reported: items/s and MB/s (file bytes) of 
 payload's cost), the child's peak RSS and its growth over the state after imports, the
 Arrow pool's high-water mark and tracemalloc's peak in one more, untimed run, and the share
 of the file's CPU time the compiled snappy decoder takes on its blocks alone. Last, the
-first decode in a fresh process of a one-message file, with an empty numba cache (compiles)
-and with the cache that run filled (loads).
+first and second decode in a fresh process of a one-message file (pure walk) and then of a
+10 MB file (the compiled walk takes over), with an empty numba cache (compiles) and with
+the cache that run filled (loads).
 
     ./wirelake bench inlong [--size-mb 50] [--repeat 3] [--json]
 """
@@ -31,6 +32,7 @@ from pathlib import Path
 import harness
 import numpy as np
 
+from wirecodecs import get
 from wirecodecs.inlong import decoder
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.kafka import encoder as kafka_enc
@@ -39,6 +41,7 @@ ITEMS_PER_MESSAGE = 50
 WORDS = ["view", "buy", "cart", "home", "search", "pay", "ok", "fail", "cn", "de", "us", "web"]
 DATA_TIME = 1_790_000_000
 RECORDS_PER_BATCH = 16
+FIRST_CALL_MB = 10  # the larger file of the first-call figures: past COMPILED_AFTER_BYTES
 
 
 def _items(rng: random.Random) -> list[bytes]:
@@ -143,9 +146,10 @@ def _timed(run) -> tuple[float, float]:
 
 
 def worker(path: str, segment: str, *, repeat: int) -> dict:
-    """Inside the child: the file and the segment decoded in turn `repeat` times (best
-    wall and CPU time of each), then the memory figures of the file decoder, and the
-    snappy share of its CPU time."""
+    """Inside the child: the memory figures of the file decoder, then the file and the
+    segment decoded in turn `repeat` times (best wall and CPU time of each), and the
+    snappy share of the file's CPU time."""
+    got = harness.best_of(lambda: decode_file(path), 1)  # memory first: not the segment's
     best = {"file": [float("inf")] * 2, "kafka": [float("inf")] * 2}
     for _ in range(repeat):
         for name, run in (
@@ -153,7 +157,6 @@ def worker(path: str, segment: str, *, repeat: int) -> dict:
             ("kafka", lambda: decode_segment(segment)),
         ):
             best[name] = [min(pair) for pair in zip(best[name], _timed(run), strict=True)]
-    got = harness.best_of(lambda: decode_file(path), 1)
     got["seconds"], got["cpu_seconds"] = best["file"]
     got["kafka_seconds"], got["kafka_cpu_seconds"] = best["kafka"]
     got["kafka_ratio"] = got["kafka_cpu_seconds"] / got["cpu_seconds"]
@@ -161,13 +164,19 @@ def worker(path: str, segment: str, *, repeat: int) -> dict:
     return got
 
 
-def first_call(path: str, *, repeat: int) -> dict:
-    """Inside a fresh child: seconds of the first and the second decode of a small file
-    (the first loads, or compiles, the numba code)."""
+def first_call(small: str, large: str, *, repeat: int) -> dict:
+    """Inside a fresh child: seconds of the registry's first look-up, of the first and the
+    second decode of a one-message file (the pure walk: the process has read less than
+    COMPILED_AFTER_BYTES), then of a larger one (the compiled walk takes over: the first
+    loads, or compiles, its code)."""
     del repeat
-    first, _ = _timed(lambda: decode_file(path))
-    second, _ = _timed(lambda: decode_file(path))
-    return {"first_seconds": first, "second_seconds": second}
+    start = time.perf_counter()
+    get("inlong")  # the registry imports every format (some import numba)
+    got = {"registry_seconds": time.perf_counter() - start}
+    for name, path in (("small", small), ("large", large)):
+        got[f"{name}_first"], _ = _timed(lambda: decode_file(path))  # noqa: B023
+        got[f"{name}_second"], _ = _timed(lambda: decode_file(path))  # noqa: B023
+    return got
 
 
 def bench(args, tmp: Path) -> list[dict]:
@@ -181,12 +190,13 @@ def bench(args, tmp: Path) -> list[dict]:
         results.append(
             harness.result(got, items, path, label=f"{shape}:", unit="items", file=shape)
         )
-    small = tmp / "small.bin"
+    small, large = tmp / "small.bin", tmp / "large.bin"
     small.write_bytes(enc.length_prefixed([_v4(random.Random(7), 0)]))
+    write_file(large, FIRST_CALL_MB, _v4)
     cache = tmp / "numba-cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     for cold in (True, False):  # an empty numba cache, then the one the first run filled
-        got = harness.measure(__file__, ["first", small], 1, env)
+        got = harness.measure(__file__, ["first", small, large], 1, env)
         results.append({"file": "first call", "cold_cache": cold, **got})
     return results
 
@@ -216,17 +226,19 @@ def _print_table(results: list[dict]) -> None:
         "decoder alone on every block / the file's best CPU time",
     )
     for r in results:
-        if "first_seconds" in r:
+        if "small_first" in r:
             cache = "cold (compiles)" if r["cold_cache"] else "warm (loads)"
             print(
-                f"first decode of a one-message file in a fresh process, numba cache {cache}: "
-                f"{r['first_seconds']:.2f} s; the second: {r['second_seconds'] * 1000:.1f} ms"
+                f"fresh process, numba cache {cache}: registry {r['registry_seconds']:.2f} s, "
+                f"one-message file {r['small_first']:.3f} s "
+                f"first, {r['small_second'] * 1000:.1f} ms second; {FIRST_CALL_MB} MB file "
+                f"{r['large_first']:.2f} s first, {r['large_second']:.2f} s second"
             )
 
 
 def _worker(*args: str, repeat: int) -> dict:
     if args[0] == "first":
-        return first_call(args[1], repeat=repeat)
+        return first_call(*args[1:], repeat=repeat)
     return worker(*args, repeat=repeat)
 
 

@@ -649,9 +649,12 @@ class Columns:
     columns are built once (`arrays`). The Arrow arrays share these buffers: after a
     flush, start a new `Columns` (`sizes` carries the last one's, to grow less)."""
 
-    def __init__(
-        self, sizes: tuple[int, ...] = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
-    ):
+    # rows, bodies, attribute rows, attr bytes, entries, key and value bytes: about a
+    # quarter of a file batch of small items, so that a file's first batch grows little
+    # (np.empty only reserves the pages)
+    SIZES = (16384, 2 << 20, 1024, 256 << 10, 8192, 64 << 10, 256 << 10)
+
+    def __init__(self, sizes: tuple[int, ...] = SIZES):
         rows, body, table, attr, entries, key_bytes, value_bytes = sizes
         self._rows = np.empty((rows, _ROW_FIELDS), np.int64)  # row-major: written by row
         self._body = np.empty(body, np.uint8)

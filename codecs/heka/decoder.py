@@ -175,6 +175,10 @@ def _compiled():
 
 
 COMPILED = _compiled()  # chosen once, at import (tests set it to run both walks)
+# A stream shorter than this takes the pure walk until the compiled one is loaded in the
+# process: loading it from numba's cache costs about 0.35 s of CPU (docs/heka.md §
+# "Compiled walk"), the pure walk about 0.1 s a MB. Tests set it to 0.
+PURE_BELOW = 1 << 20
 _FRAME_TABLE = 4096  # frames listed per compiled framing call
 _SPARE_BYTES = 16 << 20  # inflated snappy bodies held at once (beyond one frame's)
 
@@ -186,7 +190,9 @@ def _walk(
     opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    if COMPILED is None:
+    if COMPILED is None or (
+        not COMPILED.fp.messages.signatures and window.fill(PURE_BELOW) < PURE_BELOW
+    ):
         return _pure_walk(window, source, acc, opts, keys)
     return _compiled_walk(COMPILED, window, source, acc, opts, keys)
 

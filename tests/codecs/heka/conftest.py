@@ -12,7 +12,8 @@ from wirecodecs.heka import decoder
 @pytest.fixture(scope="session", params=["compiled", "pure"], autouse=True)
 def heka_walk(request):
     """Sets the decoder's walk for the session's tests with this parameter."""
-    chosen = decoder.COMPILED
+    chosen, pure_below = decoder.COMPILED, decoder.PURE_BELOW
+    decoder.PURE_BELOW = 0  # small inputs too take the walk under test
     if request.param == "compiled":
         if chosen is None:
             pytest.skip("numba is missing: no compiled walk")
@@ -21,4 +22,4 @@ def heka_walk(request):
         walk = None
     decoder.COMPILED = walk
     yield request.param
-    decoder.COMPILED = chosen
+    decoder.COMPILED, decoder.PURE_BELOW = chosen, pure_below

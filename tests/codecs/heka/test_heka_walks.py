@@ -17,14 +17,15 @@ COMPILED = decoder._compiled()  # whichever walk the other tests' session has se
 
 
 def both_walks(data: bytes, **options) -> tuple[tuple, tuple]:
-    chosen = decoder.COMPILED
+    chosen, pure_below = decoder.COMPILED, decoder.PURE_BELOW
+    decoder.PURE_BELOW = 0
     try:
         decoder.COMPILED = None
         pure = outcome(decode(data, **options))
         decoder.COMPILED = COMPILED
         compiled = outcome(decode(data, **options))
     finally:
-        decoder.COMPILED = chosen
+        decoder.COMPILED, decoder.PURE_BELOW = chosen, pure_below
     return pure, compiled
 
 

@@ -649,10 +649,9 @@ class Columns:
     columns are built once (`arrays`). The Arrow arrays share these buffers: after a
     flush, start a new `Columns` (`sizes` carries the last one's, to grow less)."""
 
-    # rows, bodies, attribute rows, attr bytes, entries, key and value bytes: about a
-    # quarter of a file batch of small items, so that a file's first batch grows little
-    # (np.empty only reserves the pages)
-    SIZES = (16384, 2 << 20, 1024, 256 << 10, 8192, 64 << 10, 256 << 10)
+    # rows, bodies, attribute rows, attr bytes, entries, key and value bytes: small, so
+    # that a small input holds little (a file's later batches start at the last one's)
+    SIZES = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
 
     def __init__(self, sizes: tuple[int, ...] = SIZES):
         rows, body, table, attr, entries, key_bytes, value_bytes = sizes

@@ -47,7 +47,8 @@ FRAMES_PER_WALK = 8192  # ... at most this many at a time
 # The compiled walk costs a fresh process 0.5-1 s before its first message (importing
 # numba, loading the cached machine code: docs/inlong.md, "Benchmark") and then decodes
 # InLong data about 6 times as fast as the pure walk (~20 MB/s): it takes over once the
-# process has read this much, so that a small file (the inspector's) does not pay for it.
+# process has read this much (a file this large: from its start), so that a small file
+# (the inspector's) does not pay for it.
 COMPILED_AFTER_BYTES = 8 << 20
 _bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)
 
@@ -63,6 +64,15 @@ def _compiled():
     except ImportError:
         return None
     return compiled
+
+
+def _file_size(stream: BinaryIO) -> int:
+    """The size of the file behind `stream`, 0 when it has none (a file known to be large
+    takes the compiled walk from its first message)."""
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return 0
 
 
 def read(size: int) -> None:
@@ -133,6 +143,7 @@ def decode(
     process has read COMPILED_AFTER_BYTES."""
     window = StreamWindow(stream)
     rows = RowBuffer(source, file_limits(opts), compiled_walk=compiled_walk)
+    rows.input_bytes = _file_size(stream)
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
@@ -302,14 +313,17 @@ class RowBuffer:
         self.batch_rows = int(limits[bounds.L_BATCH_ROWS])
         self.batch_bytes = int(limits[bounds.L_BATCH_BYTES])
         self.columns = None  # the compiled walk's `Columns`, once it is used
+        self.input_bytes = 0  # the input's size, when known
         self._reset()
 
     def compiled(self, read_now: int) -> bool:
-        """Whether messages take the compiled walk, `read_now` bytes into the input."""
+        """Whether messages take the compiled walk, `read_now` bytes into the input (or
+        `input_bytes`, when known)."""
         if self.columns is not None:
             return True
         if self.compiled_walk is None:
-            use = _bytes_read + read_now >= COMPILED_AFTER_BYTES and _compiled() is not None
+            seen = _bytes_read + max(read_now, self.input_bytes)
+            use = seen >= COMPILED_AFTER_BYTES and _compiled() is not None
         else:
             use = self.compiled_walk
         if use:

@@ -7,14 +7,16 @@ snappy block). Each is decoded in fresh child processes, so that every measureme
 from the same state and its peak memory is its own:
 
 * wirecodecs: the registered `heka` decoder over an open file (streamed): framing and
-  resync, HMAC verified, snappy trial, every Arrow batch built;
+  resync, HMAC verified, snappy trial, every Arrow batch built (the compiled walk);
+* wirecodecs-pure: the same with the decoder's pure-Python walk, its twin (docs/heka.md
+  section 11);
 * protobuf-parse: the runtime (upb) `Message.ParseFromString` on the same message bodies
   (snappy ones given already inflated), cut out of the stream before the clock starts:
   the floor any protobuf-based reader pays before it has a single Python value;
 * protobuf-values: the same, then every field read out of the parsed message (presence
   checked) into Python values, which is what a runtime-based decoder must do before it
   can build rows;
-* wire-reader: the decoder's own wire reader (`heka.message.parse_message`) on the same
+* wire-reader: the pure walk's wire reader (`heka.message.parse_message`) on the same
   bodies, giving the same values plus unknown fields and every string's bytes: the
   like-for-like comparison with protobuf-values that chose the hand-written reader.
 
@@ -36,6 +38,7 @@ from pathlib import Path
 import cramjam
 import harness
 
+from wirecodecs.heka import decoder
 from wirecodecs.heka import encoder as enc
 from wirecodecs.heka.message import parse_header, parse_message
 from wirecodecs.registry import get
@@ -168,6 +171,7 @@ def _wire_reader(_, bodies: list[bytes]) -> int:
 
 READERS = {
     "wirecodecs": None,  # the whole decoder over the file
+    "wirecodecs-pure": None,  # the same, pure-Python walk
     "wire-reader": _wire_reader,
     "protobuf-parse": _parse,
     "protobuf-values": _values,
@@ -176,8 +180,10 @@ READERS = {
 
 def worker(reader: str, path: str, shape: str, keys_file: str, *, repeat: int) -> dict:
     """Runs inside the child: the reader's set-up, then the measured runs."""
-    if reader == "wirecodecs":
+    if reader.startswith("wirecodecs"):
         get("heka")  # the registry imports every format once: not part of the baseline
+        if reader == "wirecodecs-pure":
+            decoder.COMPILED = None
 
         def run() -> int:
             return _wirecodecs(path, keys_file)

@@ -1,5 +1,9 @@
 """Hand-written protobuf wire reader for Heka's Header and Message (its message.proto).
 
+The pure walk's reader: the decoder reads bodies with the compiled walk (`fastpath.py`,
+same semantics) when numba is there, and with this one on hosts without it, for small
+streams and to give the exact DecodeError of a body the compiled walk rejects.
+
 Why not the protobuf runtime (upb, with classes built from message.proto): it parses in
 C far faster than Python can, but a decoder must then read every value back out of the
 message objects (presence checks, repeated containers), and that read-out alone costs more

@@ -49,7 +49,8 @@ _FROM_KAFKA = {
     "key": "kafka_key",
     "crc_valid": "kafka_crc_valid",
 }
-_READ = ["source_file", "byte_offset", "is_control", "value", *_FROM_KAFKA]
+_ENVELOPE = ["source_file", "byte_offset", *_FROM_KAFKA]  # what a row takes from its record
+_READ = [*_ENVELOPE, "value"]
 
 
 def carrying(payload: WireFormat) -> WireFormat:
@@ -97,12 +98,13 @@ def _carrying_messages(kafka_rows: pa.RecordBatch) -> pa.RecordBatch:
     """The records of a Kafka batch that carry a message: neither control records nor
     null values (tombstones)."""
     carrying = pc.and_(pc.invert(kafka_rows["is_control"]), pc.is_valid(kafka_rows["value"]))
-    return kafka_rows.select(_READ).filter(carrying)
+    records = kafka_rows.select(_READ)
+    return records if pc.all(carrying).as_py() else records.filter(carrying)
 
 
 def _with_envelope(carried: CarriedRows, records: pa.RecordBatch, schema: pa.Schema):
     """The payload's rows with the lineage pair and envelope columns of their records."""
-    envelope = records.take(carried.value_index)
+    envelope = records.select(_ENVELOPE).take(carried.value_index)  # not the values: no copy
     columns = {name: envelope[name] for name in ("source_file", "byte_offset")}
     columns.update(zip(carried.batch.schema.names, carried.batch.columns, strict=True))
     columns.update((column, envelope[name]) for name, column in _FROM_KAFKA.items())

@@ -48,8 +48,8 @@ FORMAT = "cernan"
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
 # The compiled JSON walk (`fastjson.py`, the `record_json` column) costs a fresh process
-# about 0.4 s of CPU before its first block (numba's start, loading its cached machine
-# code; docs/cernan.md §9), then saves about 80 ms per MB: packets take it once the
+# about 0.4 s of CPU before its first block (loading its cached machine code, ~60 MB of
+# RSS; docs/cernan.md §8), then saves 80-120 ms of CPU per MB: packets take it once the
 # process has read this much cernan data, so that a small file does not pay for it.
 COMPILED_AFTER_BYTES = 4 << 20
 AUTO = "auto"  # COMPILED: the compiled walk once worth it (`COMPILED_AFTER_BYTES`)

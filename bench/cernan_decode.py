@@ -6,7 +6,9 @@ folder under $TMPDIR, then decodes it with every reader in fresh child processes
 every measurement starts from the same state and its peak memory is its own:
 
 * wirecodecs: the registered `cernan` decoder over an open file (streamed): records with
-  the datum as JSON text (the default), packets rows, every Arrow batch built;
+  the datum as JSON text (the default), packets rows, every Arrow batch built; its
+  compiled JSON walk takes over once the process has read 4 MB (docs/cernan.md §8), so
+  the first run of each process reads its first 4 MB by the pure path;
 * wirecodecs-typed: the same with `datum_schema_file` (the datum as a typed struct);
 * fastavro: `fastavro.reader` over each packet's container, the containers cut out of
   the file beforehand (untimed); every record materialised as a dict. This is the floor:

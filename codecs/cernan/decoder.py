@@ -20,6 +20,7 @@ Policy, as the golden sidecars encode it:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -50,16 +51,26 @@ _SCAN_BYTES = 1 << 20
 # The compiled JSON walk (`fastjson.py`, the `record_json` column) costs a fresh process
 # about 0.4 s of CPU before its first block (loading its cached machine code, ~60 MB of
 # RSS; docs/cernan.md §8), then saves 80-120 ms of CPU per MB: packets take it once the
-# process has read this much cernan data, so that a small file does not pay for it.
+# process has read this much cernan data (or from the start of a file this large), so that
+# a small file does not pay for it.
 COMPILED_AFTER_BYTES = 4 << 20
 AUTO = "auto"  # COMPILED: the compiled walk once worth it (`COMPILED_AFTER_BYTES`)
 COMPILED = AUTO  # tests set True or False to run one walk only
 _bytes_read = 0  # cernan data read by this process so far (files decoded to the end)
 
 
-def _compiled(window: StreamWindow) -> bool:
+def _file_size(stream: BinaryIO) -> int:
+    """The size of the file under `stream`, or 0 when it is not a file."""
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # BytesIO, pipes, closed streams
+        return 0
+
+
+def _compiled(window: StreamWindow, file_size: int) -> bool:
     """Whether the next packet takes the compiled walk (where its datums allow)."""
-    if COMPILED == AUTO and _bytes_read + window.bytes_read < COMPILED_AFTER_BYTES:
+    seen = _bytes_read + max(window.bytes_read, file_size)
+    if COMPILED == AUTO and seen < COMPILED_AFTER_BYTES:
         return False
     return bool(COMPILED) and avro.compiled_walk() is not None
 
@@ -71,6 +82,7 @@ def decode(
     quarantined packets in file order and fill `accounting` (policy: module docstring)."""
     global _bytes_read
     window = StreamWindow(stream)
+    file_size = _file_size(stream)
     out = PacketRows(source, opts)
     resynced = False
     try:
@@ -98,7 +110,7 @@ def decode(
                 out.reader,
                 opts.max_decompressed_bytes,
                 out.render,
-                out.json_only and _compiled(window),
+                out.json_only and _compiled(window, file_size),
             )
             packet.resynced, resynced = resynced, False
             out.add(packet)

@@ -272,3 +272,18 @@ def test_packets_either_walk_takes_decode_alike():
     assert len(quarantined) == 1
     assert struct.unpack(">I", frames[0][:4])[0] == packets[0]["packet_length"]
     assert records[0]["record_json"] == '{"d":2.5,"f":1.5,"maybe":3.0,"s":"x","ds":[1.0]}'
+
+
+def test_auto_takes_the_compiled_walk_for_a_large_file_from_its_start(tmp_path, monkeypatch):
+    """AUTO: a file of COMPILED_AFTER_BYTES or more (fstat) is compiled from its first
+    packet; a small stream, not before the process has read that much."""
+    monkeypatch.setattr(decoder, "COMPILED", decoder.AUTO)
+    monkeypatch.setattr(decoder, "_bytes_read", 0)
+    path = tmp_path / "dump.cernan"
+    path.write_bytes(b"x" * decoder.COMPILED_AFTER_BYTES)
+    with path.open("rb") as stream:
+        assert decoder._file_size(stream) == decoder.COMPILED_AFTER_BYTES
+        assert decoder._compiled(decoder.StreamWindow(stream), decoder._file_size(stream))
+    small = io.BytesIO(b"x" * 100)
+    assert decoder._file_size(small) == 0
+    assert not decoder._compiled(decoder.StreamWindow(small), 0)

@@ -14,9 +14,10 @@ per process), so that a load on the machine falls on all of them alike:
   memory), `batch.validate_crc()` per batch, and key, value, headers, offset and
   timestamp read from every record so all do comparable work.
 
-Times are the best of --repeat runs, wall clock and CPU time (`time.process_time`: what a
-loaded machine disturbs least), including the file read; "x aiokafka" is aiokafka-c's
-CPU time over the reader's on the same segment. Memory is the child's peak resident set
+Times are the best of all runs (2 x --repeat), wall clock and CPU time
+(`time.process_time`: what a loaded machine disturbs least), including the file read;
+"first s" is the first run of a fresh process (imports, numba's start); "x aiokafka" is
+aiokafka-c's CPU time over the reader's on the same segment. Memory is the child's peak resident set
 (`ru_maxrss`) and its growth over the child's state after imports: RSS, unlike
 tracemalloc, also sees Arrow's native buffers.
 

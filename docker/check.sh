@@ -3,14 +3,15 @@
 # daemon (root, or a member of the docker group). Not part of ./wirelake test.
 #
 #   docker/check.sh [--base auto|official|standin|IMAGE] [--sources kafka,hercules]
-#                   [--keep-data] [--rmi] [--timeout-minutes N]
+#                   [--keep-data] [--rmi] [--no-build] [--timeout-minutes N]
 #
 # Steps (each printed with its time; the first that fails ends the check with exit 1):
 #   1  tools: the daemon answers; a compose tool (`docker compose` or docker-compose)
 #   2  base image: --base official = python:3.11-slim-bookworm (present or pulled);
 #      standin = wirelake-base:bookworm, built by docker/base/build-base.sh if absent (root);
 #      auto (default) = official when it can be had, else the stand-in
-#   3  build docker/Dockerfile with --build-arg BASE_IMAGE=<base> (the build cache is used)
+#   3  build docker/Dockerfile with --build-arg BASE_IMAGE=<base> (the build cache is used;
+#      --no-build: take the image $WIRELAKE_IMAGE as it is)
 #   4  the image: runs as a non-root user, holds no secret (no airflow.cfg, password file,
 #      data/secrets, secret-looking variables or build steps); its size
 #   5  a sample day (yesterday, UTC) for each source, written by the project's own writers
@@ -31,13 +32,14 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BASE=auto SOURCES=kafka,hercules KEEP_DATA=0 RMI=0 TIMEOUT_MINUTES=30
+BASE=auto SOURCES=kafka,hercules KEEP_DATA=0 RMI=0 BUILD=1 TIMEOUT_MINUTES=30
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --base) BASE=$2; shift 2 ;;
     --sources) SOURCES=$2; shift 2 ;;
     --keep-data) KEEP_DATA=1; shift ;;
     --rmi) RMI=1; shift ;;
+    --no-build) BUILD=0; shift ;;
     --timeout-minutes) TIMEOUT_MINUTES=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -147,6 +149,10 @@ choose_base() {
 
 build_image() {
   local log="$WORK/build.log"
+  if (( ! BUILD )); then
+    docker image inspect "$WIRELAKE_IMAGE" >/dev/null 2>&1 || { say "    no image $WIRELAKE_IMAGE"; return 1; }
+    say "    --no-build: $WIRELAKE_IMAGE as it is"; return 0
+  fi
   say "    docker build -f docker/Dockerfile --build-arg BASE_IMAGE=$BASE -t $WIRELAKE_IMAGE . (log $log)"
   if ! docker build -f "$ROOT/docker/Dockerfile" --build-arg "BASE_IMAGE=$BASE" \
        --build-arg "WIRELAKE_UID=$IMAGE_UID" -t "$WIRELAKE_IMAGE" "$ROOT" >"$log" 2>&1; then

@@ -51,6 +51,7 @@ FRAMES_PER_WALK = 8192  # ... at most this many at a time
 # (the inspector's) does not pay for it.
 COMPILED_AFTER_BYTES = 8 << 20
 _bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)
+COMPILED_WALK: bool | None = None  # `compiled_walk` when a call gives none (tests set it)
 
 
 @functools.cache
@@ -309,7 +310,7 @@ class RowBuffer:
     ) -> None:
         self.source = source
         self.limits = limits
-        self.compiled_walk = compiled_walk
+        self.compiled_walk = COMPILED_WALK if compiled_walk is None else compiled_walk
         self.batch_rows = int(limits[bounds.L_BATCH_ROWS])
         self.batch_bytes = int(limits[bounds.L_BATCH_BYTES])
         self.columns = None  # the compiled walk's `Columns`, once it is used

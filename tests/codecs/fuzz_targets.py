@@ -49,8 +49,12 @@ from decoding import (
 )
 
 from wirecodecs import get
+from wirecodecs.cernan import decoder as cernan_decoder
+from wirecodecs.heka import decoder as heka_decoder
 from wirecodecs.inflate import RawSource
+from wirecodecs.inlong import decoder as inlong_decoder
 from wirecodecs.kafka import decoder as kafka_decoder
+from wirecodecs.kafka import fastpath as kafka_fastpath
 from wirecodecs.options import Options, resolve
 from wirecodecs.registry import TableRows
 from wirecodecs.samples import write_sample_day
@@ -102,9 +106,10 @@ class Target:
 
     @property
     def walks(self) -> tuple[str, ...]:
-        """Kafka's two v2 record walks (the compiled one is not traced for coverage, the
-        pure one is): every Kafka-framed input goes through both."""
-        return ("pure", "compiled") if self.name.split("+")[0] == "kafka" else ("",)
+        """The decoders' two walks, where they have two (the compiled one is not traced for
+        coverage, the pure one is): every input goes through both."""
+        two = any(fmt in WALK_SETTINGS for fmt in self.name.split("+"))
+        return ("pure", "compiled") if two else ("",)
 
 
 def _heka_inflated(data: bytes) -> bool:
@@ -199,22 +204,37 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+# Per format, how the tests make its decoder take one walk: (module, attribute, value for
+# the pure walk, value for the compiled walk). Hercules has one walk (its pure reader only
+# takes the events the compiled walk hands it).
+WALK_SETTINGS = {
+    "kafka": [(kafka_decoder, "COMPILED_COLUMNS", None, kafka_fastpath.Columns)],
+    "heka": [
+        (heka_decoder, "COMPILED", None, heka_decoder.COMPILED),
+        (heka_decoder, "PURE_BELOW", 0, 0),
+    ],
+    "cernan": [(cernan_decoder, "COMPILED", False, True)],
+    "inlong": [(inlong_decoder, "COMPILED_WALK", False, True)],
+}
+
+
 @contextlib.contextmanager
-def _walk(walk: str) -> Iterator[None]:
-    """Kafka's v2 record walk set for the call (as the kafka tests' `decode` fixture does)."""
-    if not walk:
-        yield
-        return
-    chosen = kafka_decoder.COMPILED_COLUMNS
-    if walk == "pure":
-        kafka_decoder.COMPILED_COLUMNS = None
-    elif chosen is None:  # numba missing: there is no compiled walk to run
-        yield
-        return
+def walk_taken(target_name: str, walk: str) -> Iterator[None]:
+    """Every decoder of `target_name` (a carried format's two) set to take `walk` for the
+    call ("pure" or "compiled"; "" leaves the decoders' own choice)."""
+    settings = [
+        setting
+        for fmt in target_name.split("+")
+        for setting in WALK_SETTINGS.get(fmt, []) if walk
+    ]  # fmt: skip
+    chosen = [getattr(module, name) for module, name, _, _ in settings]
+    for module, name, pure, compiled in settings:
+        setattr(module, name, pure if walk == "pure" else compiled)
     try:
         yield
     finally:
-        kafka_decoder.COMPILED_COLUMNS = chosen
+        for (module, name, _, _), value in zip(settings, chosen, strict=True):
+            setattr(module, name, value)
 
 
 def _where(error: BaseException) -> str:
@@ -238,7 +258,7 @@ def _decode(target: Target, data: bytes, options: dict, walk: str, chunked: bool
     if limits is not None:
         tracemalloc.start()
     try:
-        with _walk(walk), _time_limit(limits and limits.seconds):
+        with walk_taken(target.name, walk), _time_limit(limits and limits.seconds):
             got = decode_all(stream, SOURCE, target.name, **as_declared(target.name, options))
     except _Timeout:
         raise ContractBroken("timeout", f"{label}: over {limits.seconds} s") from None

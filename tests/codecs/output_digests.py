@@ -5,7 +5,8 @@ inputs the fuzzer caught and the sample days' files) and, for each seed, `MUTATI
 damaged copies made by a seeded generator (bytes overwritten, a cut, a slice repeated, a
 run zeroed), so that the error paths are held as well as the clean ones. Every input is
 decoded under each of the target's option variants, whole, with the default batch size
-and with `fuzz_targets.SMALL_BATCH` rows per batch.
+and with `fuzz_targets.SMALL_BATCH` rows per batch; the test does it once per walk where a
+decoder has two (compiled and pure), and each must give the recorded digests.
 
 An input's digest covers everything a caller sees, in every one of those decodes: the
 order of batches, companion-table rows and quarantined items, each batch's schema and row
@@ -39,6 +40,7 @@ from fuzz_targets import (
     Target,
     default_batch_rows,
     seed_files,
+    walk_taken,
 )
 
 from wirecodecs import Quarantined, get
@@ -90,11 +92,12 @@ def _update(sha, got: Decoded) -> None:
     sha.update(repr(sorted(got.accounting.to_dict().items())).encode())
 
 
-def target_digests(target: Target) -> dict[str, str]:
-    """Input name -> one digest of its decodes under every option variant and batch size."""
+def target_digests(target: Target, walk: str = "") -> dict[str, str]:
+    """Input name -> one digest of its decodes under every option variant and batch size,
+    the decoders set to take `walk` (`fuzz_targets.walk_taken`)."""
     fmt = get(target.name)
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, walk_taken(target.name, walk):
         for name, data in inputs(target, Path(tmp)):
             sha = hashlib.sha256()
             for variant in target.variants:
@@ -110,8 +113,8 @@ def recorded(target_name: str) -> dict[str, str]:
     return json.loads(DIGESTS.read_text())[target_name]
 
 
-def current(target_name: str) -> dict[str, str]:
-    return target_digests(TARGETS[target_name])
+def current(target_name: str, walk: str = "") -> dict[str, str]:
+    return target_digests(TARGETS[target_name], walk)
 
 
 def main() -> int:

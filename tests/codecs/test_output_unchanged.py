@@ -12,9 +12,12 @@ from fuzz_targets import TARGETS
 from output_digests import current, recorded
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
-def test_output_is_unchanged(target: str) -> None:
-    expected, now = recorded(target), current(target)
+@pytest.mark.parametrize(
+    ("target", "walk"),
+    [(name, walk) for name in sorted(TARGETS) for walk in TARGETS[name].walks],
+)
+def test_output_is_unchanged(target: str, walk: str) -> None:
+    expected, now = recorded(target), current(target, walk)
     assert sorted(now) == sorted(expected), "the corpus itself changed"
     changed = sorted(name for name in expected if now[name] != expected[name])
     assert not changed, f"{len(changed)} of {len(expected)} inputs changed, e.g. {changed[:5]}"

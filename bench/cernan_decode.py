@@ -7,8 +7,7 @@ every measurement starts from the same state and its peak memory is its own:
 
 * wirecodecs: the registered `cernan` decoder over an open file (streamed): records with
   the datum as JSON text (the default), packets rows, every Arrow batch built; its
-  compiled JSON walk takes over once the process has read 4 MB (docs/cernan.md §8), so
-  the first run of each process reads its first 4 MB by the pure path;
+  compiled JSON walk takes every packet of a file of 4 MB or more (docs/cernan.md §8);
 * wirecodecs-typed: the same with `datum_schema_file` (the datum as a typed struct);
 * fastavro: `fastavro.reader` over each packet's container, the containers cut out of
   the file beforehand (untimed); every record materialised as a dict. This is the floor:

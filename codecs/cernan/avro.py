@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from fastavro.read import SchemaResolutionError
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
 from wirecodecs.binary import UINT32
+from wirecodecs.compiled import compiled_module
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 
@@ -99,17 +99,9 @@ class Container:
 _schemas: dict[bytes, WriterSchema] = {}
 
 
-@functools.cache
 def compiled_walk():
-    """The compiled JSON walk (`fastjson.py`), imported on first use (numba takes a while
-    to start); None when numba is missing or the environment sets WIRELAKE_PURE_PYTHON."""
-    if os.environ.get("WIRELAKE_PURE_PYTHON"):
-        return None
-    try:
-        from wirecodecs.cernan import fastjson
-    except ImportError:
-        return None
-    return fastjson
+    """The compiled JSON walk (`fastjson.py`), imported on first use; None without it."""
+    return compiled_module("wirecodecs.cernan.fastjson")
 
 
 def _long(buf, pos: int, code: str, what: str) -> tuple[int, int]:

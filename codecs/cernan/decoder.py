@@ -20,7 +20,6 @@ Policy, as the golden sidecars encode it:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -40,6 +39,7 @@ from wirecodecs.cernan.packet import (
     read_packet,
 )
 from wirecodecs.cernan.rows import PacketRows
+from wirecodecs.compiled import file_size
 from wirecodecs.registry import TableRows
 from wirecodecs.stream import StreamWindow, truncated_tail
 
@@ -59,17 +59,9 @@ COMPILED = AUTO  # tests set True or False to run one walk only
 _bytes_read = 0  # cernan data read by this process so far (files decoded to the end)
 
 
-def _file_size(stream: BinaryIO) -> int:
-    """The size of the file under `stream`, or 0 when it is not a file."""
-    try:
-        return os.fstat(stream.fileno()).st_size
-    except (AttributeError, OSError, ValueError):  # BytesIO, pipes, closed streams
-        return 0
-
-
-def _compiled(window: StreamWindow, file_size: int) -> bool:
+def _compiled(window: StreamWindow, size: int) -> bool:
     """Whether the next packet takes the compiled walk (where its datums allow)."""
-    seen = _bytes_read + max(window.bytes_read, file_size)
+    seen = _bytes_read + max(window.bytes_read, size)
     if COMPILED == AUTO and seen < COMPILED_AFTER_BYTES:
         return False
     return bool(COMPILED) and avro.compiled_walk() is not None
@@ -82,7 +74,7 @@ def decode(
     quarantined packets in file order and fill `accounting` (policy: module docstring)."""
     global _bytes_read
     window = StreamWindow(stream)
-    file_size = _file_size(stream)
+    size = file_size(stream)
     out = PacketRows(source, opts)
     resynced = False
     try:
@@ -110,7 +102,7 @@ def decode(
                 out.reader,
                 opts.max_decompressed_bytes,
                 out.render,
-                out.json_only and _compiled(window, file_size),
+                out.json_only and _compiled(window, size),
             )
             packet.resynced, resynced = resynced, False
             out.add(packet)

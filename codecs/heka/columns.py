@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from wirecodecs.arrow_columns import binary_column, offsets_of
 from wirecodecs.heka import fastpath as fp
 from wirecodecs.heka.message import DEFAULT_SEVERITY, HASH_FUNCTIONS, HMAC_STATUSES, VALUE_TYPES
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
@@ -34,29 +35,14 @@ def _names(names: tuple[str, ...]) -> pa.Array:
     return pa.array(names, pa.string())
 
 
-def _validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
-    nulls = len(valid) - int(np.count_nonzero(valid))
-    return (pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None), nulls
-
-
-def _offsets(sizes: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(sizes) + 1, np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    return offsets
-
-
 def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A binary array of values back to back in `data`, sized by `lengths` (-1: null)."""
-    offsets = _offsets(np.maximum(lengths, 0))
-    validity, nulls = _validity(lengths >= 0)
-    values = pa.py_buffer(data[: offsets[-1]].copy())
-    return pa.Array.from_buffers(
-        pa.binary(), len(lengths), [validity, pa.py_buffer(offsets), values], null_count=nulls
-    )
+    """A binary column of values back to back in `data`, copied: the walk fills its text
+    arena again for the next flush."""
+    return binary_column(pa.binary(), lengths, data, copy=True)
 
 
 def _lists(counts: np.ndarray, values: pa.Array) -> pa.Array:
-    return pa.ListArray.from_arrays(pa.array(_offsets(counts)), values)
+    return pa.ListArray.from_arrays(pa.array(offsets_of(counts)), values)
 
 
 def _masked(values: np.ndarray, absent: np.ndarray, type_: pa.DataType) -> pa.Array:
@@ -212,7 +198,7 @@ class Buffers:
         ]
         structs = pa.StructArray.from_arrays(children, fields=list(FIELD_TYPE))
         return pa.ListArray.from_arrays(
-            pa.array(_offsets(counts)), structs, type=HEKA_SCHEMA.field("fields").type
+            pa.array(offsets_of(counts)), structs, type=HEKA_SCHEMA.field("fields").type
         )
 
 

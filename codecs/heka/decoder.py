@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -34,6 +33,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import read_uvarint
+from wirecodecs.compiled import compiled_module
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 from wirecodecs.heka.message import (
@@ -161,20 +161,9 @@ def _later_frame(view: memoryview, max_len: int) -> int:
     return -1
 
 
-def _compiled():
-    """The compiled walk's column module (`columns`, with its kernels `columns.fp`), unless
-    numba is missing or the environment sets WIRELAKE_PURE_PYTHON: None means the pure
-    walk (`_pure_walk`) takes every stream."""
-    if os.environ.get("WIRELAKE_PURE_PYTHON"):
-        return None
-    try:
-        from wirecodecs.heka import columns
-    except ImportError:
-        return None
-    return columns
-
-
-COMPILED = _compiled()  # chosen once, at import (tests set it to run both walks)
+# The compiled walk's column module (`columns`, kernels in `columns.fp`); None: the pure
+# walk (`_pure_walk`) takes every stream. Chosen once, at import (tests set it).
+COMPILED = compiled_module("wirecodecs.heka.columns")
 # A stream shorter than this takes the pure walk until the compiled one is loaded in the
 # process: loading it from numba's cache costs about 0.35 s of CPU (docs/heka.md §
 # "Compiled walk"), the pure walk about 0.1 s a MB. Tests set it to 0.

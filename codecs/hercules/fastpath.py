@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from wirecodecs.arrow_columns import binary_column, offsets_of
 from wirecodecs.hercules.event import (
     BYTE,
     CONTAINER,
@@ -48,7 +49,6 @@ from wirecodecs.hercules.event import (
     WIDTH,
 )
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
-from wirecodecs.kafka.fastpath import _binary, _offsets
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 _FAILED = -1  # the event does not read, or needs the pure reader: it says what to do
@@ -136,7 +136,7 @@ def _utf8(data, pos, end):
                 hi = 0x8F
         else:
             return -1
-        if pos + n >= end + 1 or data[pos + 1] < lo or data[pos + 1] > hi:
+        if pos + n >= end or data[pos + 1] < lo or data[pos + 1] > hi:
             return -1
         for i in range(pos + 2, pos + n + 1):
             if data[i] < 0x80 or data[i] > 0xBF:
@@ -671,7 +671,7 @@ def _type_names(codes: np.ndarray) -> pa.Array:
     sizes = _NAME_SIZES[codes]
     out = np.empty(int(np.maximum(sizes, 0).sum()), np.uint8)
     _gather_names(codes, out)
-    return _binary(pa.string(), sizes, out)
+    return binary_column(pa.string(), sizes, out)
 
 
 _LINEAGE = 2  # source_file, byte_offset: the first two columns of HERCULES_SCHEMA
@@ -823,10 +823,10 @@ class Columns:
         kind = tags[T_TYPE]
         is_float = _IS_FLOAT[kind]
         children = {
-            "path": _binary(pa.string(), tags[T_PATH], self.bufs[B_PATH]),
+            "path": binary_column(pa.string(), tags[T_PATH], self.bufs[B_PATH]),
             "parent": pa.array(tags[T_PARENT].astype(np.int32)),
-            "key": _binary(pa.string(), tags[T_KEY], self.bufs[B_KEY]),
-            "key_raw": _binary(pa.binary(), tags[T_KEY_RAW], self.bufs[B_KEY_RAW]),
+            "key": binary_column(pa.string(), tags[T_KEY], self.bufs[B_KEY]),
+            "key_raw": binary_column(pa.binary(), tags[T_KEY_RAW], self.bufs[B_KEY_RAW]),
             "index": _masked(tags[T_INDEX].astype(np.int32), tags[T_INDEX] < 0),
             "type": _type_names(kind),
             "element_type": _type_names(tags[T_ELEMENT]),
@@ -835,8 +835,8 @@ class Columns:
             "bool_value": _masked(tags[T_BOOL].astype(bool), kind != FLAG),
             "float_value": _masked(self.floats[:m], ~is_float),
             "float_bits": _masked(tags[T_BITS], ~is_float),
-            "string_value": _binary(pa.string(), tags[T_STRING], self.bufs[B_STRING]),
-            "bytes_value": _binary(pa.binary(), tags[T_BYTES], self.bufs[B_BYTES]),
+            "string_value": binary_column(pa.string(), tags[T_STRING], self.bufs[B_STRING]),
+            "bytes_value": binary_column(pa.binary(), tags[T_BYTES], self.bufs[B_BYTES]),
         }
         entries = pa.StructArray.from_arrays(list(children.values()), fields=list(TAG_TYPE))
         ticks = events[E_TIMESTAMP]
@@ -857,7 +857,9 @@ class Columns:
             "size": pa.array(events[E_SIZE].astype(np.int32)),
             "tag_count": pa.array(events[E_TAG_COUNT].astype(np.int32)),
             "tags": pa.ListArray.from_arrays(
-                pa.array(_offsets(events[E_TAGS])), entries, type=HERCULES_SCHEMA.field("tags").type
+                pa.array(offsets_of(events[E_TAGS])),
+                entries,
+                type=HERCULES_SCHEMA.field("tags").type,
             ),
             "tags_json": self._json(events[E_JSON]),
         }
@@ -880,7 +882,7 @@ class Columns:
             json = out[: _splice(json, sizes, where[0], offsets,
                                  np.frombuffer(chars, np.uint8), out, new_sizes)]  # fmt: skip
             sizes = new_sizes
-        return _binary(pa.string(), sizes, json)
+        return binary_column(pa.string(), sizes, json)
 
 
 def _key_stack(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from wirecodecs.arrow_columns import offsets_of
 from wirecodecs.compression import _SNAPPY_MAX_RATIO
 from wirecodecs.inlong.bounds import (
     DONE,
@@ -752,7 +753,7 @@ class Columns:
             "compressed": rows[R_COMPRESSED].astype(bool),
             "private_attr": pa.nulls(n, pa.string()),
             "private_attributes": pa.nulls(n, ATTRIBUTES_TYPE),
-            "body": _binary(pa.binary(), _offsets(rows[R_BODY]), self._body),
+            "body": _binary(pa.binary(), offsets_of(rows[R_BODY]), self._body),
             **shared,
         }
         out = []
@@ -770,14 +771,14 @@ class Columns:
         """The columns the items take from their attribute row (`index`: each item's)."""
         table = self._table[: int(self._used[B_TABLE])].T
         entries = self._entries[: int(self._used[B_ENTRIES])].T
-        key_offsets, value_offsets = _offsets(entries[0]), _offsets(entries[1])
+        key_offsets, value_offsets = offsets_of(entries[0]), offsets_of(entries[1])
         first = np.cumsum(table[T_ENTRIES]) - table[T_ENTRIES]  # each row's first entry
         starts, stops = first[index], first[index] + table[T_ENTRIES][index]
         keys = _binary(pa.string(), *_gather(starts, stops, key_offsets, self._keys[1]))
         values = _binary(pa.string(), *_gather(starts, stops, value_offsets, self._values))
         own_values = _binary(pa.string(), value_offsets, self._values)
         group, stream = table[T_GROUP], table[T_STREAM]
-        attrs = _gather(index, index + 1, _offsets(table[T_ATTR]), self._keys[0])
+        attrs = _gather(index, index + 1, offsets_of(table[T_ATTR]), self._keys[0])
         per_row = pa.array(index)
         return {
             "event_time": pa.array(
@@ -787,7 +788,7 @@ class Columns:
             "stream_id": own_values.take(pa.array(stream, mask=stream < 0)).take(per_row),
             "attr": _binary(pa.string(), *attrs),
             "attributes": pa.MapArray.from_arrays(
-                pa.array(_offsets(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
+                pa.array(offsets_of(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
             ),
         }
 
@@ -841,15 +842,6 @@ def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
     bigger = np.empty((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
     bigger[:used] = buffer[:used]
     return bigger
-
-
-def _offsets(sizes: np.ndarray) -> np.ndarray:
-    """Arrow int32 offsets of consecutive values of `sizes`."""
-    offsets = np.zeros(sizes.size + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    if offsets[-1] > 0x7FFF_FFFF:
-        raise OverflowError(f"{offsets[-1]} bytes in one column exceed Arrow's 32-bit offsets")
-    return offsets.astype(np.int32)
 
 
 def _binary(type_: pa.DataType, offsets: np.ndarray, data: np.ndarray) -> pa.Array:

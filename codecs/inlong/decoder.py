@@ -19,8 +19,6 @@ buffer. Row model: schema.py.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -29,6 +27,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import UINT32
+from wirecodecs.compiled import compiled_module, file_size
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import bounds
 from wirecodecs.inlong import message as msg
@@ -50,30 +49,9 @@ FRAMES_PER_WALK = 8192  # ... at most this many at a time
 # process has read this much (a file this large: from its start), so that a small file
 # (the inspector's) does not pay for it.
 COMPILED_AFTER_BYTES = 8 << 20
+_COMPILED = "wirecodecs.inlong.compiled"  # the compiled walk's module
 _bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)
 COMPILED_WALK: bool | None = None  # `compiled_walk` when a call gives none (tests set it)
-
-
-@functools.cache
-def _compiled():
-    """The compiled walk's module, or None when numba is missing or the environment sets
-    WIRELAKE_PURE_PYTHON (every message then takes the pure walk)."""
-    if os.environ.get("WIRELAKE_PURE_PYTHON"):
-        return None
-    try:
-        from wirecodecs.inlong import compiled
-    except ImportError:
-        return None
-    return compiled
-
-
-def _file_size(stream: BinaryIO) -> int:
-    """The size of the file behind `stream`, 0 when it has none (a file known to be large
-    takes the compiled walk from its first message)."""
-    try:
-        return os.fstat(stream.fileno()).st_size
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-        return 0
 
 
 def read(size: int) -> None:
@@ -144,7 +122,7 @@ def decode(
     process has read COMPILED_AFTER_BYTES."""
     window = StreamWindow(stream)
     rows = RowBuffer(source, file_limits(opts), compiled_walk=compiled_walk)
-    rows.input_bytes = _file_size(stream)
+    rows.input_bytes = file_size(stream)
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
         for item in walk(window, source, accounting, opts, rows):
@@ -192,7 +170,7 @@ def _walk_prefixed(
         data = window.peek(available)
         count = span = 0
         if rows.compiled(window.bytes_read):
-            count, span = _compiled().scan_prefixed(np.frombuffer(data, np.uint8),
+            count, span = compiled_module(_COMPILED).scan_prefixed(np.frombuffer(data, np.uint8),
                                                     window.offset, limit, frames)  # fmt: skip
         if count:
             yield from _frames(data, frames, count, PREFIX.size, source, accounting, opts, rows)
@@ -324,11 +302,11 @@ class RowBuffer:
             return True
         if self.compiled_walk is None:
             seen = _bytes_read + max(read_now, self.input_bytes)
-            use = seen >= COMPILED_AFTER_BYTES and _compiled() is not None
+            use = seen >= COMPILED_AFTER_BYTES and compiled_module(_COMPILED) is not None
         else:
             use = self.compiled_walk
         if use:
-            self.columns = _compiled().Columns()
+            self.columns = compiled_module(_COMPILED).Columns()
         return use
 
     def _reset(self) -> None:
@@ -382,7 +360,7 @@ class RowBuffer:
         """The compiled walk's rows so far become a part of the batch."""
         if self.columns is not None and self.columns.rows:
             self.parts.append(pa.RecordBatch.from_arrays(self.columns.arrays(), schema=ROW_SCHEMA))
-            self.columns = _compiled().Columns(self.columns.sizes())
+            self.columns = compiled_module(_COMPILED).Columns(self.columns.sizes())
 
     def take(self) -> pa.RecordBatch | None:
         """The buffered rows as one batch of ROW_SCHEMA, if there are any; empties the

@@ -15,8 +15,6 @@ above `max_frame_bytes`) quarantines the rest of the file, which is drained, not
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -26,6 +24,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
+from wirecodecs.compiled import compiled_module, file_size
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.columns import RowBuffer, Run
 from wirecodecs.kafka.entry import (
@@ -50,20 +49,6 @@ from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 
-@functools.cache
-def _compiled_columns() -> Callable | None:
-    """The per-flush buffers of the numba-compiled v2 record walk (`fastpath.Columns`),
-    unless numba is missing or the environment sets WIRELAKE_PURE_PYTHON; None means every
-    batch takes the pure-Python walk."""
-    if os.environ.get("WIRELAKE_PURE_PYTHON"):
-        return None
-    try:
-        from wirecodecs.kafka.fastpath import Columns
-    except ImportError:
-        return None
-    return Columns
-
-
 # The compiled walk costs a fresh process ~0.5 s before its first batch (numba's start,
 # loading the cached machine code; docs/kafka.md §12) and then saves ~25 ms per MB over the
 # pure walk: flushes take it once the process has read this much Kafka data, so that a
@@ -80,18 +65,10 @@ def _when_worth_it(window: StreamWindow, size: int = 0) -> Callable[[object], ob
     def columns(previous):
         if _bytes_read + max(size, window.bytes_read) < COMPILED_AFTER_BYTES:
             return None
-        compiled = _compiled_columns()
-        return None if compiled is None else compiled(previous)
+        compiled = compiled_module("wirecodecs.kafka.fastpath")
+        return None if compiled is None else compiled.Columns(previous)
 
     return columns
-
-
-def _file_size(stream: BinaryIO) -> int:
-    """The size of the file under `stream`, 0 when it is not a file."""
-    try:
-        return os.fstat(stream.fileno()).st_size
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-        return 0
 
 
 AUTO = "auto"  # COMPILED_COLUMNS: choose per flush with `_when_worth_it`
@@ -106,7 +83,7 @@ def decode(
     global _bytes_read
     window = StreamWindow(stream)
     walk = (
-        _when_worth_it(window, _file_size(stream)) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
+        _when_worth_it(window, file_size(stream)) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
     )
     rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, walk)
     last_good = None  # the last good entry: a plausible tail starts after its last offset

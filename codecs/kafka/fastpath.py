@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from wirecodecs.arrow_columns import binary_column, offsets_of
 from wirecodecs.kafka.schema import HEADER_TYPE
 
 _FAILED = -1  # a position no walk can reach: the batch needs the pure walk's error
@@ -214,7 +215,7 @@ class Columns:
         n = self.rows
         pairs = int(self._used[5])
         keys, values, header_keys, header_values = self._bytes
-        header_keys = _binary(pa.string(), self._headers[0, :pairs], header_keys)
+        header_keys = binary_column(pa.string(), self._headers[0, :pairs], header_keys)
         try:
             header_keys.validate(full=True)
         except pa.ArrowInvalid:  # Java and the pure walk decode with replacement characters
@@ -226,16 +227,16 @@ class Columns:
                 pa.string(),
             )
         header_pairs = pa.StructArray.from_arrays(
-            [header_keys, _binary(pa.binary(), self._headers[1, :pairs], header_values)],
+            [header_keys, binary_column(pa.binary(), self._headers[1, :pairs], header_values)],
             fields=list(HEADER_TYPE.value_type),
         )
         return (
-            _binary(pa.binary(), self._rows[2, :n], keys),
-            _binary(pa.binary(), self._rows[3, :n], values),
+            binary_column(pa.binary(), self._rows[2, :n], keys),
+            binary_column(pa.binary(), self._rows[3, :n], values),
             pa.Array.from_buffers(
                 HEADER_TYPE,
                 n,
-                [None, pa.py_buffer(_offsets(self._rows[4, :n]))],
+                [None, pa.py_buffer(offsets_of(self._rows[4, :n]))],
                 children=[header_pairs],
             ),
         )
@@ -250,26 +251,3 @@ def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
     bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
     bigger[..., :used] = buffer[..., :used]
     return bigger
-
-
-def _offsets(sizes: np.ndarray) -> np.ndarray:
-    """Arrow int32 offsets of consecutive values of `sizes` (negative = null = empty)."""
-    offsets = np.zeros(sizes.size + 1, np.int64)
-    np.cumsum(np.maximum(sizes, 0), out=offsets[1:])
-    if offsets[-1] > 0x7FFF_FFFF:
-        raise OverflowError(f"{offsets[-1]} bytes in one column exceed Arrow's 32-bit offsets")
-    return offsets.astype(np.int32)
-
-
-def _binary(type_: pa.DataType, sizes: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A binary-layout column over `data`, which holds its values back to back."""
-    offsets = _offsets(sizes)
-    valid = sizes >= 0
-    nulls = sizes.size - int(np.count_nonzero(valid))
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    return pa.Array.from_buffers(
-        type_,
-        sizes.size,
-        [validity, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])],
-        null_count=nulls,
-    )

@@ -11,9 +11,10 @@ from decoding import outcome
 from heka_support import DATA, VECTORS, decode
 from test_heka_mutation import SEED_NAMES, SEEDS
 
+from wirecodecs.compiled import compiled_module
 from wirecodecs.heka import decoder
 
-COMPILED = decoder._compiled()  # whichever walk the other tests' session has set
+COMPILED = compiled_module("wirecodecs.heka.columns")  # the compiled walk (None: no numba)
 
 
 def both_walks(data: bytes, **options) -> tuple[tuple, tuple]:

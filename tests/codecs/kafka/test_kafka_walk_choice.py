@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from decoding import ChunkedReads, decode_all, outcome
 
+from wirecodecs.compiled import file_size
 from wirecodecs.kafka import decoder
 from wirecodecs.stream import StreamWindow
 
@@ -45,12 +46,12 @@ def test_a_file_known_to_be_large_takes_the_compiled_walk_at_once(auto_walk, tmp
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(b"x" * 150)
     with path.open("rb") as stream:
-        size = decoder._file_size(stream)
+        size = file_size(stream)
         assert size == 150
         assert isinstance(
             decoder._when_worth_it(StreamWindow(stream), size)(None), fastpath.Columns
         )
-    assert decoder._file_size(io.BytesIO(b"x" * 150)) == 0  # not a file: counted as read
+    assert file_size(io.BytesIO(b"x" * 150)) == 0  # not a file: counted as read
 
 
 def test_the_process_counts_what_it_read(auto_walk):

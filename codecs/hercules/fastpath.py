@@ -49,6 +49,7 @@ from wirecodecs.hercules.event import (
     WIDTH,
 )
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
+from wirecodecs.kernels import big_endian
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 _FAILED = -1  # the event does not read, or needs the pure reader: it says what to do
@@ -90,15 +91,6 @@ _INT64_MIN = np.frombuffer(b"-9223372036854775808", np.uint8)
 _ESCAPES = np.zeros(128, np.uint8)  # the JSON encoder's two-character escapes
 for _char, _escape in zip(b'"\\\n\r\t\b\f', b'"\\nrtbf', strict=True):
     _ESCAPES[_char] = _escape
-
-
-@njit(cache=True, nogil=True)
-def _int_be(data, pos, size):
-    """Big-endian unsigned integer of `size` bytes (8: wraps to the signed value)."""
-    value = np.int64(0)
-    for i in range(size):
-        value = (value << 8) | np.int64(data[pos + i])
-    return value
 
 
 @njit(cache=True, nogil=True)
@@ -274,7 +266,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         return _GROW - U_EVENTS
     if at_uuid + 36 > uuid_b.size:
         return _GROW - B_UUID
-    count = _int_be(data, start + 25, 2)
+    count = big_endian(data, start + 25, 2)
     pos = start + _HEADER
     if pos + 2 * count > end:
         return _FAILED
@@ -373,7 +365,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         if code == STRING:
             if pos + 4 > end:
                 return _FAILED
-            size = _signed(_int_be(data, pos, 4), 4)
+            size = _signed(big_endian(data, pos, 4), 4)
             at = pos + 4
             pos = at + size
             if size < 0 or pos > end or _utf8(data, at, pos) < 0:
@@ -388,7 +380,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             size = 1 if code == BYTE else 2 if code == SHORT else 4 if code == INTEGER else 8
             if pos + size > end:
                 return _FAILED
-            value = _int_be(data, pos, size)
+            value = big_endian(data, pos, size)
             if code != BYTE:
                 value = _signed(value, size)
             pos += size
@@ -398,7 +390,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             size = 4 if code == FLOAT else 8
             if pos + size > end:
                 return _FAILED
-            raw = _int_be(data, pos, size)
+            raw = big_endian(data, pos, size)
             pos += size
             tags[T_BITS, me] = raw
             if code == FLOAT:
@@ -442,7 +434,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         elif code == CONTAINER:
             if pos + 2 > end:
                 return _FAILED
-            size = _int_be(data, pos, 2)
+            size = big_endian(data, pos, 2)
             pos += 2
             tags[T_COUNT, me] = size
             paths_left -= size * (chars + 1)
@@ -460,7 +452,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             if depth >= max_depth or pos + 5 > end:
                 return _FAILED
             element = data[pos]
-            size = _signed(_int_be(data, pos + 1, 4), 4)
+            size = _signed(big_endian(data, pos + 1, 4), 4)
             pos += 5
             if _MIN_SIZE[element] < 0 or size < 0 or pos + size * _MIN_SIZE[element] > end:
                 return _FAILED
@@ -512,7 +504,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
     events[E_OFFSET, ev], events[E_VERSION, ev], events[E_TIMESTAMP, ev] = (
         start,
         data[start],
-        _int_be(data, start + 1, 8),
+        big_endian(data, start + 1, 8),
     )
     events[E_SIZE, ev], events[E_TAG_COUNT, ev], events[E_TAGS, ev] = pos - start, count, t - t0
     events[E_JSON, ev] = at_json - used[B_JSON]

@@ -48,6 +48,7 @@ from wirecodecs.inlong.bounds import (
     Walked,
 )
 from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
+from wirecodecs.kernels import big_endian
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 MAX_ENTRIES = 64  # attribute entries per block the compiled split takes (duplicate search is n^2)
@@ -80,17 +81,8 @@ _KEY_CNT = np.frombuffer(b"cnt", np.uint8)
 
 
 @njit(cache=True, nogil=True)
-def _be(buf, pos, size):
-    """Big-endian unsigned integer of `size` bytes (8 bytes: two's complement)."""
-    value = np.int64(0)
-    for i in range(size):
-        value = (value << 8) | np.int64(buf[pos + i])
-    return value
-
-
-@njit(cache=True, nogil=True)
 def _i32(buf, pos):
-    value = _be(buf, pos, 4)
+    value = big_endian(buf, pos, 4)
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
@@ -520,15 +512,15 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
     if version == 4:
         if end - pos < 25:
             return -1, 0
-        header[1] = _be(buf, pos + 11, 4) * 1000  # create_time_ms = DataTime * 1000
-        header[2] = _be(buf, pos + 15, 2)  # MsgCnt
-        header[3] = _be(buf, pos + 4, 1)  # MsgType
-        header[4] = _be(buf, pos + 5, 2)
-        header[5] = _be(buf, pos + 7, 2)
-        ext = _be(buf, pos + 9, 2)
+        header[1] = big_endian(buf, pos + 11, 4) * 1000  # create_time_ms = DataTime * 1000
+        header[2] = big_endian(buf, pos + 15, 2)  # MsgCnt
+        header[3] = big_endian(buf, pos + 4, 1)  # MsgType
+        header[4] = big_endian(buf, pos + 5, 2)
+        header[5] = big_endian(buf, pos + 7, 2)
+        ext = big_endian(buf, pos + 9, 2)
         header[6] = ext
-        header[7] = _be(buf, pos + 11, 4)
-        header[8] = _be(buf, pos + 17, 4)
+        header[7] = big_endian(buf, pos + 11, 4)
+        header[8] = big_endian(buf, pos + 17, 4)
         body_len = _i32(buf, pos + 21)
         pos += 25
         if body_len < 0 or body_len > end - pos or ext & 0x01:  # private attrs: pure walk
@@ -537,7 +529,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
         pos += body_len
         if end - pos < 2:
             return -1, 0
-        attr_len = _be(buf, pos, 2)
+        attr_len = big_endian(buf, pos, 2)
         if attr_len + 2 > end - pos - 2:  # the Attr, then the inner magic
             return -1, 0
         return _block(buf, body_at, body_len, pos + 2, attr_len, header, header, -1, -1,
@@ -549,7 +541,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
     if end - pos < head:
         return -1, 0
     if version:
-        header[1] = _be(buf, pos, 8)
+        header[1] = big_endian(buf, pos, 8)
     if version == 2:
         header[2] = _i32(buf, pos + 8)
     attr_count = _i32(buf, pos + head - 4)
@@ -562,7 +554,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
     for index in range(attr_count):
         if end - pos < 2:
             return -1, 0
-        attr_len = _be(buf, pos, 2)
+        attr_len = big_endian(buf, pos, 2)
         attr_at = pos + 2
         pos = attr_at + attr_len
         if end - pos < block_head or attr_len > end - attr_at:
@@ -633,7 +625,7 @@ def scan_prefixed(buf, base, limit, frames):
     pos = 0
     n = 0
     while n < frames.shape[1] and buf.size - pos >= 4:
-        length = _be(buf, pos, 4)
+        length = big_endian(buf, pos, 4)
         if length > limit or length > buf.size - pos - 4:
             break
         frames[0, n] = pos + 4

@@ -65,6 +65,7 @@ COMPILED_MODULES = [
     "wirecodecs.hercules.fastpath",
     "wirecodecs.inlong.compiled",
     "wirecodecs.kafka.fastpath",
+    "wirecodecs.kernels",
 ]
 
 

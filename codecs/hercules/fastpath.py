@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from wirecodecs.arrow_columns import binary_column, offsets_of
+from wirecodecs.arrow_columns import binary_column, offsets_of, validity
 from wirecodecs.hercules.event import (
     BYTE,
     CONTAINER,
@@ -72,6 +72,7 @@ U_EVENTS, U_TAGS, U_FLOATS, U_KEYS = range(7, 11)
  F_ANY) = range(10)  # fmt: skip
 _HEADER = 27  # version, timestamp, uuid, tag count
 _PATH_BYTES = 1 << 12  # a longer path is left to the pure reader
+_SHORT_COPY = 64  # `_copy` copies at most this many items one by one
 _MIN_SIZE = np.full(256, -1, np.int64)
 for _code, _size in MIN_SIZE.items():
     _MIN_SIZE[_code] = _size
@@ -101,7 +102,7 @@ def _signed(value, size):
     return value
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _utf8(data, pos, end):
     """Characters of `data[pos:end]` if it is valid UTF-8 (as Python decodes it), else -1."""
     chars = 0
@@ -137,17 +138,28 @@ def _utf8(data, pos, end):
     return chars
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _copy(src, at, n, out, to):
+    """`src[at : at + n]` to `out[to:]`: item by item when short, since a slice is a new
+    array view, and counting its references (atomically) costs more than a short copy."""
+    if n > _SHORT_COPY:
+        out[to : to + n] = src[at : at + n]
+        return
+    for i in range(n):
+        out[to + i] = src[at + i]
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _put(out, at, literal):
     """`literal` at `out[at:]`: the next position, or -1 when `out` is too small."""
     n = literal.size
     if at < 0 or at + n > out.size:
         return -1
-    out[at : at + n] = literal
+    _copy(literal, 0, n, out, at)
     return at + n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _put_byte(out, at, byte):
     if at < 0 or at >= out.size:
         return -1
@@ -155,7 +167,7 @@ def _put_byte(out, at, byte):
     return at + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _json_text(data, pos, end, out, at):
     """UTF-8 `data[pos:end]` as a JSON string at `out[at:]`, escaped as
     `json.dumps(..., ensure_ascii=False)` does; the next position or -1 (no room)."""
@@ -173,7 +185,7 @@ def _json_text(data, pos, end, out, at):
             out[at + 1] = _ESCAPES[b]
             at += 2
         else:
-            out[at : at + 4] = _U00
+            _copy(_U00, 0, 4, out, at)
             out[at + 4] = _HEX[b >> 4]
             out[at + 5] = _HEX[b & 15]
             at += 6
@@ -181,7 +193,7 @@ def _json_text(data, pos, end, out, at):
     return at + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _json_int(value, out, at):
     """Decimal `value` at `out[at:]`: the next position, or -1 (no room)."""
     if at < 0 or at + 20 > out.size:
@@ -203,7 +215,7 @@ def _json_int(value, out, at):
     return at + digits
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _uuid_text(data, pos, out, at):
     """16 bytes as canonical lowercase UUID text (36 bytes) at `out[at:]`."""
     for i in range(16):
@@ -274,7 +286,8 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
     paths_left = PATHS_PER_BYTE * max_event
     nulls_left = max_event
     at_json = _put_byte(json_b, at_json, 123)
-    frames[:, 0] = 0
+    for row in range(frames.shape[0]):
+        frames[row, 0] = 0
     frames[F_LEFT, 0] = count
     frames[F_PARENT, 0] = -1
     frames[F_DEPTH, 0] = 1
@@ -328,7 +341,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             kt += 1
             if at_key + pos - kpos > key_b.size:
                 return _GROW - B_KEY
-            key_b[at_key : at_key + pos - kpos] = data[kpos:pos]
+            _copy(data, kpos, pos - kpos, key_b, at_key)
             at_key += pos - kpos
             tags[T_KEY, t], tags[T_INDEX, t] = pos - kpos, -1
             at_json = _json_text(data, kpos, pos, json_b, at_json)
@@ -354,11 +367,13 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         chars += pchars  # of this entry's path, pathbuf[:q]
         if at_path + q > path_b.size:
             return _GROW - B_PATH
-        path_b[at_path : at_path + q] = pathbuf[:q]
+        _copy(pathbuf, 0, q, path_b, at_path)
         at_path += q
         tags[T_PATH, t], tags[T_PARENT, t], tags[T_TYPE, t] = q, frames[F_PARENT, f], code
-        tags[T_ELEMENT : T_BITS + 1, t] = 0
-        tags[T_KEY_RAW : T_BYTES + 1, t] = -1
+        for row in range(T_ELEMENT, T_BITS + 1):
+            tags[row, t] = 0
+        for row in range(T_KEY_RAW, T_BYTES + 1):
+            tags[row, t] = -1
         floats[t] = 0.0
         me = t
         t += 1
@@ -372,7 +387,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 return _FAILED
             if at_str + size > str_b.size:
                 return _GROW - B_STRING
-            str_b[at_str : at_str + size] = data[at:pos]
+            _copy(data, at, size, str_b, at_str)
             at_str += size
             tags[T_STRING, me] = size
             at_json = _json_text(data, at, pos, json_b, at_json)
@@ -424,8 +439,11 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 return _GROW - B_STRING
             _uuid_text(data, pos, str_b, at_str)
             at_json = _put_byte(json_b, at_json, 34)
-            at_json = _put(json_b, at_json, str_b[at_str : at_str + 36])
-            at_json = _put_byte(json_b, at_json, 34)
+            if at_json >= 0 and at_json + 37 <= json_b.size:
+                _copy(str_b, at_str, 36, json_b, at_json)
+                at_json = _put_byte(json_b, at_json + 36, 34)
+            else:
+                at_json = -1
             at_str += 36
             tags[T_STRING, me] = 36
             pos += 16
@@ -443,7 +461,8 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             if sp >= frames.shape[1] or q >= pathbuf.size:
                 return _FAILED
             pathbuf[q] = 47
-            frames[:, sp] = 0
+            for row in range(frames.shape[0]):
+                frames[row, sp] = 0
             frames[F_LEFT, sp], frames[F_PARENT, sp], frames[F_DEPTH, sp] = size, me - t0, depth + 1
             frames[F_PLEN, sp], frames[F_PCHARS, sp], frames[F_KEYS, sp] = q + 1, chars + 1, kt
             sp += 1
@@ -472,7 +491,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 if at_json < 0 or at_json + 5 * size + 24 > json_b.size:  # _json_int: 20
                     return _GROW - B_JSON
                 if element == BYTE:
-                    bytes_b[at_bytes : at_bytes + size] = data[pos : pos + size]
+                    _copy(data, pos, size, bytes_b, at_bytes)
                     at_bytes += size
                     tags[T_BYTES, me] = size
                 for i in range(size):
@@ -488,7 +507,8 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             else:
                 if sp >= frames.shape[1]:
                     return _FAILED
-                frames[:, sp] = 0
+                for row in range(frames.shape[0]):
+                    frames[row, sp] = 0
                 frames[F_VECTOR, sp], frames[F_LEFT, sp], frames[F_ELEMENT, sp] = 1, size, element
                 frames[F_PARENT, sp], frames[F_DEPTH, sp] = me - t0, depth
                 frames[F_PLEN, sp], frames[F_PCHARS, sp] = q, chars
@@ -549,7 +569,7 @@ def _walk_values(data, offsets, first, max_event, max_depth, cols, scratch):
     return 0, offsets.size - 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _float_repr(text, start, stop, digits, out, at):
     """Arrow's shortest round-trip text of a finite double (`text[start:stop]`, e.g.
     `1e+15`, `0.00001`, `-0`) laid out as Python's `repr` at `out[at:]`."""
@@ -584,28 +604,30 @@ def _float_repr(text, start, stop, digits, out, at):
     if lead == n:
         return _put(out, at, _ZERO)
     point -= lead
-    digits = digits[lead:n]
-    n -= lead
+    n -= lead  # the significant digits: digits[lead : lead + n]
     if -4 < point <= 16:
-        if point <= 0:
-            out[at : at + 2] = _ZERO[:2]
-            out[at + 2 : at + 2 - point] = 48
+        if point <= 0:  # 0.000DIGITS
+            out[at], out[at + 1] = 48, 46
+            for i in range(at + 2, at + 2 - point):
+                out[i] = 48
             at += 2 - point
-            out[at : at + n] = digits
+            _copy(digits, lead, n, out, at)
             return at + n
-        if point >= n:
-            out[at : at + n] = digits
-            out[at + n : at + point] = 48
-            return _put(out, at + point, _ZERO[1:])
-        out[at : at + point] = digits[:point]
+        if point >= n:  # DIGITS000.0
+            _copy(digits, lead, n, out, at)
+            for i in range(at + n, at + point):
+                out[i] = 48
+            out[at + point], out[at + point + 1] = 46, 48
+            return at + point + 2
+        _copy(digits, lead, point, out, at)
         out[at + point] = 46
-        out[at + point + 1 : at + n + 1] = digits[point:]
+        _copy(digits, lead + point, n - point, out, at + point + 1)
         return at + n + 1
-    out[at] = digits[0]
+    out[at] = digits[lead]
     at += 1
     if n > 1:
         out[at] = 46
-        out[at + 1 : at + n] = digits[1:]
+        _copy(digits, lead + 1, n - 1, out, at + 1)
         at += n
     out[at] = 101
     out[at + 1] = 45 if point - 1 < 0 else 43
@@ -628,42 +650,23 @@ def _splice(json, sizes, float_at, offsets, text, out, new_sizes):
         end += sizes[e]
         while k < float_at.size and float_at[k] < end:
             n = float_at[k] - src
-            out[dst : dst + n] = json[src : float_at[k]]
+            _copy(json, src, n, out, dst)
             src = float_at[k]
             dst = _float_repr(text, offsets[k], offsets[k + 1], digits, out, dst + n)
             k += 1
-        out[dst : dst + end - src] = json[src:end]
+        _copy(json, src, end - src, out, dst)
         dst += end - src
         src = end
         new_sizes[e] = dst - first
     return dst
 
 
-_NAMES = np.frombuffer("".join(TYPE_NAMES.values()).encode(), np.uint8)
-_NAME_SIZES = np.zeros(256, np.int64) - 1  # by type code; -1: no name (null)
-_NAME_STARTS = np.zeros(256, np.int64)
-for _at, (_code, _name) in zip(
-    np.cumsum([0, *map(len, TYPE_NAMES.values())]), TYPE_NAMES.items(), strict=False
-):
-    _NAME_SIZES[_code], _NAME_STARTS[_code] = len(_name), _at
-
-
-@njit(cache=True, nogil=True)
-def _gather_names(codes, out):
-    at = 0
-    for code in codes:
-        size = _NAME_SIZES[code]
-        if size > 0:
-            out[at : at + size] = _NAMES[_NAME_STARTS[code] : _NAME_STARTS[code] + size]
-            at += size
+_TYPE_NAMES = pa.array([TYPE_NAMES.get(code) for code in range(256)], pa.string())
 
 
 def _type_names(codes: np.ndarray) -> pa.Array:
     """The type name of each code as a string column (null for code 0)."""
-    sizes = _NAME_SIZES[codes]
-    out = np.empty(int(np.maximum(sizes, 0).sum()), np.uint8)
-    _gather_names(codes, out)
-    return binary_column(pa.string(), sizes, out)
+    return _TYPE_NAMES.take(pa.array(codes))
 
 
 _LINEAGE = 2  # source_file, byte_offset: the first two columns of HERCULES_SCHEMA
@@ -819,14 +822,14 @@ class Columns:
             "parent": pa.array(tags[T_PARENT].astype(np.int32)),
             "key": binary_column(pa.string(), tags[T_KEY], self.bufs[B_KEY]),
             "key_raw": binary_column(pa.binary(), tags[T_KEY_RAW], self.bufs[B_KEY_RAW]),
-            "index": _masked(tags[T_INDEX].astype(np.int32), tags[T_INDEX] < 0),
+            "index": _masked(tags[T_INDEX].astype(np.int32), tags[T_INDEX] >= 0),
             "type": _type_names(kind),
             "element_type": _type_names(tags[T_ELEMENT]),
-            "count": _masked(tags[T_COUNT].astype(np.int32), ~_HAS_COUNT[kind]),
-            "int_value": _masked(tags[T_INT], ~_IS_INT[kind]),
-            "bool_value": _masked(tags[T_BOOL].astype(bool), kind != FLAG),
-            "float_value": _masked(self.floats[:m], ~is_float),
-            "float_bits": _masked(tags[T_BITS], ~is_float),
+            "count": _masked(tags[T_COUNT].astype(np.int32), _HAS_COUNT[kind]),
+            "int_value": _masked(tags[T_INT], _IS_INT[kind]),
+            "bool_value": _masked(tags[T_BOOL].astype(bool), kind == FLAG),
+            "float_value": _masked(self.floats[:m], is_float),
+            "float_bits": _masked(tags[T_BITS], is_float),
             "string_value": binary_column(pa.string(), tags[T_STRING], self.bufs[B_STRING]),
             "bytes_value": binary_column(pa.binary(), tags[T_BYTES], self.bufs[B_BYTES]),
         }
@@ -841,7 +844,7 @@ class Columns:
             "source_file": pa.repeat(pa.scalar(source, pa.string()), n),
             "byte_offset": pa.array(events[E_OFFSET]),
             "event_time": _masked(
-                ticks // 10, (millis < EVENT_TIME_MIN_MS) | (millis > EVENT_TIME_MAX_MS)
+                ticks // 10, (millis >= EVENT_TIME_MIN_MS) & (millis <= EVENT_TIME_MAX_MS)
             ),
             "version": pa.array(events[E_VERSION].astype(np.int16)),
             "timestamp": pa.array(ticks),
@@ -887,8 +890,14 @@ def _key_stack(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-def _masked(values: np.ndarray, nulls: np.ndarray) -> pa.Array:
-    return pa.array(values, mask=nulls if nulls.any() else None)
+def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """`values` (contiguous) as an Arrow column, null where not `valid`; booleans packed."""
+    bitmap, nulls = validity(valid)
+    if values.dtype == np.bool_:
+        data, type_ = np.packbits(values, bitorder="little"), pa.bool_()
+    else:
+        data, type_ = values, pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(type_, values.size, [bitmap, pa.py_buffer(data)], nulls)
 
 
 def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:

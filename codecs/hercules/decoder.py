@@ -27,8 +27,10 @@ Events have no length prefix and no checksum, so an event is found by reading it
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 from collections.abc import Iterator
+from types import ModuleType
 from typing import BinaryIO
 
 import numpy as np
@@ -38,7 +40,6 @@ from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, VERSION, VERSION_BYTE, WIDTH, Event, EventReader
-from wirecodecs.hercules.fastpath import COUNTED, E_OFFSET, E_TIMESTAMP, FULL, STOPPED, Columns
 from wirecodecs.hercules.options import HerculesOptions
 from wirecodecs.hercules.schema import TAG_FIELDS
 from wirecodecs.inflate import drain, lz4_block, read_up_to
@@ -77,6 +78,14 @@ def decode(
         accounting.bytes_total += window.bytes_read
 
 
+def compiled_walk() -> ModuleType:
+    """The compiled event walk and its column buffers (`fastpath`), imported at the first
+    decode rather than with the registry: importing numba costs a process about half a
+    second. Hercules has no other walk (the pure reader only reads the events the
+    compiled one hands it), so it does not heed WIRELAKE_PURE_PYTHON."""
+    return importlib.import_module("wirecodecs.hercules.fastpath")
+
+
 def read_value(value: bytes, opts: HerculesOptions) -> tuple[Event, list]:
     """The event that is a whole Kafka record value, and its flat tag entries; raises
     DecodeError when it does not read or does not fill the value exactly."""
@@ -107,7 +116,8 @@ class _Walk:
         self.source = source
         self.acc = acc
         self.opts = opts
-        self.rows = Columns(opts.max_depth)
+        self.fastpath = compiled_walk()
+        self.rows = self.fastpath.Columns(opts.max_depth)
         self.reader = EventReader(b"", 0, opts.max_depth, [])
         self.copy = b""  # the window's bytes from `copy_offset` on: see `_point_reader`
         self.view = np.frombuffer(self.copy, np.uint8)
@@ -216,17 +226,18 @@ class _Walk:
             self.opts.max_event_bytes,
         )
         kept = rows.rows - before
+        fastpath = self.fastpath
         if kept:
-            rows.events[E_OFFSET, before : rows.rows] += window.offset - start
-            self.last_ticks = int(rows.events[E_TIMESTAMP, rows.rows - 1])
+            rows.events[fastpath.E_OFFSET, before : rows.rows] += window.offset - start
+            self.last_ticks = int(rows.events[fastpath.E_TIMESTAMP, rows.rows - 1])
             window.consume(end - start)
             self.acc.bytes_decoded += end - start
             self.acc.frames_good += kept
             self.acc.records_good += kept
-            if outcome == FULL:
+            if outcome == fastpath.FULL:
                 yield from self._flush()
             return kept
-        if outcome in (STOPPED, COUNTED, FULL):  # nothing was left to read
+        if outcome in (fastpath.STOPPED, fastpath.COUNTED, fastpath.FULL):  # nothing left
             return None
         outcome = yield from self._next_event()
         return outcome if outcome is None else int(outcome)

@@ -56,9 +56,10 @@ _FAILED = -1  # the event does not read, or needs the pure reader: it says what 
 _GROW = -100  # _GROW - k: buffer k (`used` index) may be too small (nothing appended)
 STOPPED, FULL, COUNTED = 0, 1, 2  # a walk's other outcomes (`walk_file`)
 
-# Per tag entry rows of `Columns.tags` (sizes: -1 for null) ...
-(T_PARENT, T_INDEX, T_TYPE, T_ELEMENT, T_COUNT, T_INT, T_BOOL, T_BITS,
- T_PATH, T_KEY, T_KEY_RAW, T_STRING, T_BYTES) = range(13)  # fmt: skip
+# Per tag entry rows of `Columns.tags` (int32; sizes: -1 for null; the entry's number, by
+# its type the Byte..Long value, the Flag or the Float/Double bits, is in `Columns.values`) ...
+(T_PARENT, T_INDEX, T_TYPE, T_ELEMENT, T_COUNT,
+ T_PATH, T_KEY, T_KEY_RAW, T_STRING, T_BYTES) = range(10)  # fmt: skip
 # ... per event rows of `Columns.events` (offset: in the file, or the value's index) ...
 E_OFFSET, E_VERSION, E_TIMESTAMP, E_SIZE, E_TAG_COUNT, E_TAGS, E_JSON = range(7)
 # ... byte buffers (texts back to back) and the `used` counters: the byte buffers', then
@@ -266,7 +267,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
     """Append the event at `start` (read within `end`): its end, `_FAILED` when it does not
     read, needs the pure reader, or is not followed by the end or, unless `exact`, by a
     version byte (the file walk then checks for a damaged length); or `_GROW - k`."""
-    used, events, tags, floats, float_at, bufs = cols
+    used, events, tags, values, floats, float_at, bufs = cols
     path_b, key_b, _, str_b, bytes_b, json_b, uuid_b = bufs
     frames, pathbuf, keys, slots, stamps, bits64, double, bits32, single = scratch
     ev, t0, nf = used[U_EVENTS], used[U_TAGS], used[U_FLOATS]
@@ -370,11 +371,10 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         _copy(pathbuf, 0, q, path_b, at_path)
         at_path += q
         tags[T_PATH, t], tags[T_PARENT, t], tags[T_TYPE, t] = q, frames[F_PARENT, f], code
-        for row in range(T_ELEMENT, T_BITS + 1):
-            tags[row, t] = 0
+        tags[T_ELEMENT, t], tags[T_COUNT, t] = 0, 0
         for row in range(T_KEY_RAW, T_BYTES + 1):
             tags[row, t] = -1
-        floats[t] = 0.0
+        values[t], floats[t] = 0, 0.0
         me = t
         t += 1
         if code == STRING:
@@ -399,7 +399,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             if code != BYTE:
                 value = _signed(value, size)
             pos += size
-            tags[T_INT, me] = value
+            values[me] = value
             at_json = _json_int(value, json_b, at_json)
         elif code in (FLOAT, DOUBLE):
             size = 4 if code == FLOAT else 8
@@ -407,7 +407,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 return _FAILED
             raw = big_endian(data, pos, size)
             pos += size
-            tags[T_BITS, me] = raw
+            values[me] = raw
             if code == FLOAT:
                 bits32[0] = _signed(raw, 4)
                 value = np.float64(single[0])
@@ -429,7 +429,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         elif code == FLAG:
             if pos >= end:
                 return _FAILED
-            tags[T_BOOL, me] = data[pos] != 0
+            values[me] = data[pos] != 0
             at_json = _put(json_b, at_json, _TRUE if data[pos] != 0 else _FALSE)
             pos += 1
         elif code == UUID:
@@ -681,7 +681,8 @@ class Columns:
         events, tags, floats, keys, byte_sizes = sizes or (64, 512, 256, 64, None)
         self.used = np.zeros(11, np.int64)
         self.events = np.empty((7, events), np.int64)
-        self.tags = np.empty((13, tags), np.int64)
+        self.tags = np.empty((10, tags), np.int32)
+        self.values = np.empty(tags, np.int64)
         self.floats = np.empty(tags, np.float64)
         self.float_at = np.empty((2, floats), np.int64)
         self.bufs = tuple(np.empty(n, np.uint8) for n in byte_sizes or [1 << 12] * 7)
@@ -714,7 +715,8 @@ class Columns:
         return int(self.used[U_TAGS])
 
     def _cols(self) -> tuple:
-        return self.used, self.events, self.tags, self.floats, self.float_at, self.bufs
+        return (self.used, self.events, self.tags, self.values, self.floats, self.float_at,
+                self.bufs)  # fmt: skip
 
     def walk_file(
         self,
@@ -756,6 +758,7 @@ class Columns:
             self.events = _enlarged(self.events, used[U_EVENTS], used[U_EVENTS] + 1)
         elif which == U_TAGS:
             self.tags = _enlarged(self.tags, used[U_TAGS], used[U_TAGS] + 1)
+            self.values = _enlarged(self.values, used[U_TAGS], self.tags.shape[1])
             self.floats = _enlarged(self.floats, used[U_TAGS], self.tags.shape[1])
         elif which == U_FLOATS:
             self.float_at = _enlarged(self.float_at, used[U_FLOATS], used[U_FLOATS] + 1)
@@ -779,9 +782,9 @@ class Columns:
         tags[T_INDEX] = [-1 if i is None else i for i in field["index"]]
         tags[T_TYPE] = [TYPE_CODES[name] for name in field["type"]]
         tags[T_ELEMENT] = [TYPE_CODES.get(name, 0) for name in field["element_type"]]
-        for row, name in ((T_COUNT, "count"), (T_INT, "int_value"), (T_BOOL, "bool_value"),
-                          (T_BITS, "float_bits")):  # fmt: skip
-            tags[row] = [0 if v is None else v for v in field[name]]
+        tags[T_COUNT] = [0 if v is None else v for v in field["count"]]
+        numbers = zip(field["int_value"], field["bool_value"], field["float_bits"], strict=True)
+        self.values[t : t + n] = [next((v for v in vs if v is not None), 0) for vs in numbers]
         self.floats[t : t + n] = [0.0 if v is None else v for v in field["float_value"]]
         texts = {
             T_PATH: (B_PATH, field["path"]),
@@ -814,22 +817,22 @@ class Columns:
         """The rows as a record batch of HERCULES_SCHEMA (`source` the lineage's file), or
         of it less the lineage pair when `source` is None (offsets are value indices)."""
         n, m = self.rows, self.entries
-        events, tags = self.events[:, :n], self.tags[:, :m]
+        events, tags, values = self.events[:, :n], self.tags[:, :m], self.values[:m]
         kind = tags[T_TYPE]
         is_float = _IS_FLOAT[kind]
         children = {
             "path": binary_column(pa.string(), tags[T_PATH], self.bufs[B_PATH]),
-            "parent": pa.array(tags[T_PARENT].astype(np.int32)),
+            "parent": pa.array(tags[T_PARENT]),
             "key": binary_column(pa.string(), tags[T_KEY], self.bufs[B_KEY]),
             "key_raw": binary_column(pa.binary(), tags[T_KEY_RAW], self.bufs[B_KEY_RAW]),
-            "index": _masked(tags[T_INDEX].astype(np.int32), tags[T_INDEX] >= 0),
+            "index": _masked(tags[T_INDEX], tags[T_INDEX] >= 0),
             "type": _type_names(kind),
             "element_type": _type_names(tags[T_ELEMENT]),
-            "count": _masked(tags[T_COUNT].astype(np.int32), _HAS_COUNT[kind]),
-            "int_value": _masked(tags[T_INT], _IS_INT[kind]),
-            "bool_value": _masked(tags[T_BOOL].astype(bool), kind == FLAG),
+            "count": _masked(tags[T_COUNT], _HAS_COUNT[kind]),
+            "int_value": _masked(values, _IS_INT[kind]),
+            "bool_value": _masked(values.astype(bool), kind == FLAG),
             "float_value": _masked(self.floats[:m], is_float),
-            "float_bits": _masked(tags[T_BITS], is_float),
+            "float_bits": _masked(values, is_float),
             "string_value": binary_column(pa.string(), tags[T_STRING], self.bufs[B_STRING]),
             "bytes_value": binary_column(pa.binary(), tags[T_BYTES], self.bufs[B_BYTES]),
         }

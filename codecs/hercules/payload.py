@@ -7,8 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from wirecodecs.errors import DecodeError
-from wirecodecs.hercules.decoder import read_value
-from wirecodecs.hercules.fastpath import E_OFFSET, Columns
+from wirecodecs.hercules.decoder import compiled_walk, read_value
 from wirecodecs.hercules.options import HerculesOptions
 from wirecodecs.registry import CarriedRows
 
@@ -23,7 +22,8 @@ def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
     offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
     offsets = offsets.astype(np.int64)
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.empty(0, np.uint8)
-    columns = Columns(opts.max_depth)
+    fastpath = compiled_walk()
+    columns = fastpath.Columns(opts.max_depth)
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:
@@ -38,5 +38,5 @@ def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
         else:
             columns.add_pure(first, event, entries)
         first += 1
-    value_index = columns.events[E_OFFSET, : columns.rows].astype(np.int32)
+    value_index = columns.events[fastpath.E_OFFSET, : columns.rows].astype(np.int32)
     return CarriedRows(columns.batch(None), pa.array(value_index), errors)

@@ -74,6 +74,7 @@ U_EVENTS, U_TAGS, U_FLOATS, U_KEYS = range(7, 11)
 _HEADER = 27  # version, timestamp, uuid, tag count
 _PATH_BYTES = 1 << 12  # a longer path is left to the pure reader
 _SHORT_COPY = 64  # `_copy` copies at most this many items one by one
+_VALUE_BYTES_PER_TAG = 16  # wire bytes per tag entry in log events (`samples.log_event`)
 _MIN_SIZE = np.full(256, -1, np.int64)
 for _code, _size in MIN_SIZE.items():
     _MIN_SIZE[_code] = _size
@@ -699,6 +700,18 @@ class Columns:
             bits64, bits64.view(np.float64), bits32, bits32.view(np.float32),
         )  # fmt: skip
         self.keys = self.scratch[2]
+
+    @classmethod
+    def for_values(cls, max_depth: int, count: int, size: int) -> Columns:
+        """Buffers about as large as what `count` values of `size` bytes in all make (one
+        event each; a tag entry per `_VALUE_BYTES_PER_TAG` bytes; paths, keys, strings and
+        the JSON view each at most about the values' bytes), so that a large Kafka batch
+        is walked without a dozen doublings, each copying what was walked."""
+        tags = size // _VALUE_BYTES_PER_TAG + 512
+        byte_sizes = [size + 4096] * 7
+        byte_sizes[B_KEY_RAW] = byte_sizes[B_BYTES] = 1 << 12  # rare: grown when needed
+        byte_sizes[B_UUID] = 36 * count
+        return cls(max_depth, (count + 1, tags, tags // 8, 64, byte_sizes))
 
     def fresh(self) -> Columns:
         """Empty buffers as large as these (and the same scratch space)."""

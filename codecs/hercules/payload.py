@@ -23,7 +23,7 @@ def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
     offsets = offsets.astype(np.int64)
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.empty(0, np.uint8)
     fastpath = compiled_walk()
-    columns = fastpath.Columns(opts.max_depth)
+    columns = fastpath.Columns.for_values(opts.max_depth, count, int(offsets[-1] - offsets[0]))
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:

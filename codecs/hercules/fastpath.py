@@ -151,7 +151,7 @@ def _copy(src, at, n, out, to):
         out[to + i] = src[at + i]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _put(out, at, literal):
     """`literal` at `out[at:]`: the next position, or -1 when `out` is too small."""
     n = literal.size
@@ -161,7 +161,7 @@ def _put(out, at, literal):
     return at + n
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _put_byte(out, at, byte):
     if at < 0 or at >= out.size:
         return -1
@@ -195,7 +195,7 @@ def _json_text(data, pos, end, out, at):
     return at + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _json_int(value, out, at):
     """Decimal `value` at `out[at:]`: the next position, or -1 (no room)."""
     if at < 0 or at + 20 > out.size:
@@ -217,7 +217,7 @@ def _json_int(value, out, at):
     return at + digits
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _uuid_text(data, pos, out, at):
     """16 bytes as canonical lowercase UUID text (36 bytes) at `out[at:]`."""
     for i in range(16):

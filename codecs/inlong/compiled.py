@@ -3,11 +3,11 @@ of `decode_values`.
 
 One call walks a run of messages (length-prefixed frames of a file window, or Kafka
 record values) over a numpy uint8 view, decompressing snappy blocks itself, and appends
-their items to the numpy buffers of a `Columns`: an int64 row per item (header fields,
-block, item index, body length, attribute row), the bodies back to back, and one
-attribute row per block (its attr string, the entries of its merged map, event time,
-group and stream id), which the items of the block share. Arrow columns are built once
-per flush; an item costs no Python object.
+their items to the numpy buffers of a `Columns`: an int64 row per block with everything
+its items share (byte offset, header fields, block index, its attr string, the entries of
+its merged map, event time, group and stream id), and per item only its body (size, bytes
+back to back). Arrow columns are built once per flush, each block's values once and then
+taken for its items; an item costs no Python object.
 
 The compiled walk takes the messages every landing is made of: V0-V2 and V4 without
 private attributes, attribute strings in ASCII with at most MAX_ENTRIES entries and no
@@ -58,13 +58,12 @@ _ATTR_SCRATCH = (1 << 16) + 128  # an attr (u16 length) and the V4 fields writte
 
 _GROW = 3  # a walk's status (bounds.DONE ...): `used[U_WHICH]` needs `used[U_NEED]` bytes
 
-# row columns (int64 per item)
-(R_OFFSET, R_VERSION, R_CREATE, R_COUNT, R_TYPE, R_GNUM, R_SNUM, R_EXT, R_DTIME, R_UID,
- R_BLOCK, R_BLOCK_COUNT, R_ITEM, R_COMPRESSED, R_TABLE, R_BODY) = range(16)  # fmt: skip
-_ROW_FIELDS = 16
-_HEADER_FIELDS = 9  # R_VERSION .. R_UID, as `message.Header`
-# attribute rows (int64 per block)
-T_ATTR, T_ENTRIES, T_TIME, T_TIME_OK, T_GROUP, T_STREAM = range(6)
+# block rows (int64 per block): the fields its items share; an item has only its body
+(T_OFFSET, T_VERSION, T_CREATE, T_COUNT, T_TYPE, T_GNUM, T_SNUM, T_EXT, T_DTIME, T_UID,
+ T_BLOCK, T_BLOCK_COUNT, T_COMPRESSED, T_FIRST_ITEM, T_ITEMS, T_ATTR, T_ENTRIES, T_TIME,
+ T_TIME_OK, T_GROUP, T_STREAM) = range(21)  # fmt: skip
+_TABLE_FIELDS = 21
+_HEADER_FIELDS = 9  # T_VERSION .. T_UID, as `message.Header`
 # buffers a GROW names
 B_ROWS, B_BODY, B_TABLE, B_ATTR, B_ENTRIES, B_KEYS, B_VALUES, B_SNAPPY = range(8)
 # `used`: fill of each buffer (B_ROWS .. B_VALUES), then the walk's state
@@ -372,11 +371,12 @@ def _dt_ms(text, start, size):
 
 
 @njit(cache=True, nogil=True)
-def _attr_row(text, size, v4, table, entries_out, keys, values, used, scratch):
-    """The attribute row of a block whose attr is `text[:size]`, appended after `used`:
-    V0-V2 split leniently, V4 (`v4`: its header fields) strictly and merged with
-    DataTime, the numeric ids and MsgCnt as `message._parse_v4` does. Returns its index,
-    -1 for the pure walk, -2 to grow a buffer (named in `used`)."""
+def _block_row(text, size, v4, table, entries_out, keys, values, used, scratch):
+    """The row of a block whose attr is `text[:size]`, appended after `used` with its
+    attribute fields (`_block` sets the others once its items are walked): V0-V2 split
+    leniently, V4 (`v4`: its header fields) strictly and merged with DataTime, the
+    numeric ids and MsgCnt as `message._parse_v4` does. Returns its index, -1 for the
+    pure walk, -2 to grow a buffer (named in `used`)."""
     count = 0
     if size or v4 is None:
         count = _split(text, size, v4 is not None, scratch)
@@ -458,13 +458,12 @@ def _need(used, which, size):
 
 
 @njit(cache=True, nogil=True)
-def _items(data, start, end, limit, span, header, block, block_count, compressed, attr_row,
-           first, rows, body, used):  # fmt: skip
-    """Append the items `(ItemLen, ItemData)*` filling `data[start:end]` exactly as rows
-    after `used`, if they make one chunk as `message._item_chunks` cuts them (at most
-    `limit`, no item after the first `span` bytes): (items, bytes of bodies), or items -1
-    (not clean items, or more than one chunk: found before the rest is walked) or -2 (a
-    buffer to grow, set in `used`)."""
+def _items(data, start, end, limit, span, sizes, body, used):
+    """Append the items `(ItemLen, ItemData)*` filling `data[start:end]` exactly (their
+    sizes and bodies) after `used`, if they make one chunk as `message._item_chunks` cuts
+    them (at most `limit`, no item after the first `span` bytes): (items, bytes of
+    bodies), or items -1 (not clean items, or more than one chunk: found before the rest
+    is walked) or -2 (a buffer to grow, set in `used`)."""
     row = used[B_ROWS]
     at = used[B_BODY]
     pos = start
@@ -476,19 +475,11 @@ def _items(data, start, end, limit, span, header, block, block_count, compressed
         pos += 4
         if size < 0 or size > end - pos:
             return -1, 0
-        if row + count >= rows.shape[0]:
+        if row + count >= sizes.size:
             return _need(used, B_ROWS, row + count + 1), 0
         if at + size + 8 > body.size:  # 8 bytes of room for `_copy_wide`
             return _need(used, B_BODY, at + size + 8), 0
-        r = row + count
-        for k in range(_HEADER_FIELDS):  # a loop: cheaper than a slice per item
-            rows[r, R_VERSION + k] = header[k]
-        rows[r, R_BLOCK] = block
-        rows[r, R_BLOCK_COUNT] = block_count
-        rows[r, R_ITEM] = first + count
-        rows[r, R_COMPRESSED] = compressed
-        rows[r, R_TABLE] = attr_row
-        rows[r, R_BODY] = size
+        sizes[row + count] = size
         _copy_wide(body, at, data, pos, size)
         at += size
         pos += size
@@ -501,19 +492,19 @@ def _items(data, start, end, limit, span, header, block, block_count, compressed
 
 @njit(cache=True, nogil=True)
 def _block(buf, at, size, attr_at, attr_len, v4, header, block, block_count, compressed,
-           first, limits, rows, body, table, entries, keys, values, used, text, scratch,
+           first, limits, sizes, body, table, entries, keys, values, used, text, scratch,
            snappy_out):  # fmt: skip
-    """One block (V4, `v4` its header: the body) appended: (items, data bytes of its
-    chunk), items -1 for the pure walk (an error, or more than one chunk), -2 to grow a
-    buffer."""
+    """One block (V4, `v4` its header: the body) appended, its row then its items:
+    (items, data bytes of its chunk), items -1 for the pure walk (an error, or more than
+    one chunk), -2 to grow a buffer."""
     if attr_len > 0:
         _copy(text, 0, buf, attr_at, attr_len)
         for i in range(attr_len):
             if text[i] >= 0x80:  # modified UTF-8 / UTF-8 beyond ASCII: the pure walk
                 return -1, 0
-    attr_row = _attr_row(text, attr_len, v4, table, entries, keys, values, used, scratch)
-    if attr_row < 0:
-        return attr_row, 0
+    row = _block_row(text, attr_len, v4, table, entries, keys, values, used, scratch)
+    if row < 0:
+        return row, 0
     # one chunk, as `message._Block.chunks` cuts it (ITEM_LIST: weight 1), and no more
     # items than the message's chunk has room for
     span = limits[L_CHUNK_BYTES]
@@ -525,20 +516,24 @@ def _block(buf, at, size, attr_at, attr_len, v4, header, block, block_count, com
             return -1, 0
         if got < -1:
             return _need(used, B_SNAPPY, -2 - got), 0
-        count, bodies = _items(snappy_out, 0, got, limit, span, header, block, block_count,
-                               True, attr_row, first, rows, body, used)  # fmt: skip
+        count, bodies = _items(snappy_out, 0, got, limit, span, sizes, body, used)
     else:
-        count, bodies = _items(buf, at, at + size, limit, span, header, block, block_count,
-                               False, attr_row, first, rows, body, used)  # fmt: skip
+        count, bodies = _items(buf, at, at + size, limit, span, sizes, body, used)
     if count < 0:
         return count, 0
+    table[row, T_VERSION : T_VERSION + _HEADER_FIELDS] = header
+    table[row, T_BLOCK] = block
+    table[row, T_BLOCK_COUNT] = block_count
+    table[row, T_COMPRESSED] = compressed
+    table[row, T_FIRST_ITEM] = first
+    table[row, T_ITEMS] = count
     return count, bodies + count * attr_len
 
 
 @njit(cache=True, nogil=True)
-def _message(buf, start, length, limits, rows, body, table, entries, keys, values, used,
+def _message(buf, start, length, limits, sizes, body, table, entries, keys, values, used,
              text, scratch, snappy_out):  # fmt: skip
-    """Append one message's items and attribute rows after `used` (not committed):
+    """Append one message's block rows and items after `used` (not committed):
     (items, data bytes), items -1 for the pure walk, -2 to grow a buffer."""
     end = start + length - 2  # the blocks end before the back magic
     if length < 4 or buf[start] != 0x0F or buf[start + 1] > 4:
@@ -573,7 +568,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
         if attr_len + 2 > end - pos - 2:  # the Attr, then the inner magic
             return -1, 0
         return _block(buf, body_at, body_len, pos + 2, attr_len, header, header, -1, -1,
-                      header[3] >> 5 == 1, 0, limits, rows, body, table, entries, keys, values,
+                      header[3] >> 5 == 1, 0, limits, sizes, body, table, entries, keys, values,
                       used, text, scratch, snappy_out)  # fmt: skip
     if version == 3:  # record lists with private attributes: the pure walk
         return -1, 0
@@ -607,7 +602,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
         if items_len < 1 or items_len - 1 > end - pos:
             return -1, 0
         count, size = _block(buf, pos, items_len - 1, attr_at, attr_len, None, header,
-                             index, block_count, flag == 1, items, limits, rows, body, table,
+                             index, block_count, flag == 1, items, limits, sizes, body, table,
                              entries, keys, values, used, text, scratch, snappy_out)  # fmt: skip
         if count < 0:
             return count, 0
@@ -618,7 +613,7 @@ def _message(buf, start, length, limits, rows, body, table, entries, keys, value
 
 
 @njit(cache=True, nogil=True)
-def walk(buf, frames, first, count, limits, rows, body, table, entries, keys, values, used,
+def walk(buf, frames, first, count, limits, sizes, body, table, entries, keys, values, used,
          text, scratch, snappy_out):  # fmt: skip
     """Append the messages of frames `first` .. `count` - 1 (`frames`: message start and
     length in `buf`, byte offset, frame bytes) until one needs the pure walk (FALLBACK),
@@ -628,7 +623,7 @@ def walk(buf, frames, first, count, limits, rows, body, table, entries, keys, va
     for f in range(first, count):
         used[U_NEXT] = f
         mark = used[:U_BUFFERED_ROWS].copy()
-        items, data_bytes = _message(buf, frames[0, f], frames[1, f], limits, rows, body, table,
+        items, data_bytes = _message(buf, frames[0, f], frames[1, f], limits, sizes, body, table,
                                      entries, keys, values, used, text, scratch,
                                      snappy_out)  # fmt: skip
         if items < 0:
@@ -647,7 +642,7 @@ def walk(buf, frames, first, count, limits, rows, body, table, entries, keys, va
         ):
             used[:U_BUFFERED_ROWS] = mark
             return FLUSH
-        rows[mark[B_ROWS] : used[B_ROWS], R_OFFSET] = frames[2, f]
+        table[mark[B_TABLE] : used[B_TABLE], T_OFFSET] = frames[2, f]
         used[U_BUFFERED_ROWS] += items
         used[U_BUFFERED_BYTES] += data_bytes
         used[U_FRAMES] += 1
@@ -679,18 +674,18 @@ def scan_prefixed(buf, base, limit, frames):
 
 class Columns:
     """Messages walked since the last flush, in growable numpy buffers from which the
-    columns are built once (`arrays`). The Arrow arrays share these buffers: after a
-    flush, start a new `Columns` (`sizes` carries the last one's, to grow less)."""
+    columns are built once (`arrays`). The body column shares its buffer: after a flush,
+    start a new `Columns` (`sizes` carries the last one's, to grow less)."""
 
-    # rows, bodies, attribute rows, attr bytes, entries, key and value bytes: small, so
-    # that a small input holds little (a file's later batches start at the last one's)
+    # items, bodies, block rows, attr bytes, entries, key and value bytes: small, so that
+    # a small input holds little (a file's later batches start at the last one's)
     SIZES = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
 
     def __init__(self, sizes: tuple[int, ...] = SIZES):
-        rows, body, table, attr, entries, key_bytes, value_bytes = sizes
-        self._rows = np.empty((rows, _ROW_FIELDS), np.int64)  # row-major: written by row
+        items, body, table, attr, entries, key_bytes, value_bytes = sizes
+        self._sizes = np.empty(items, np.int64)  # each item's body size
         self._body = np.empty(body, np.uint8)
-        self._table = np.empty((table, 6), np.int64)
+        self._table = np.empty((table, _TABLE_FIELDS), np.int64)
         self._entries = np.empty((entries, 2), np.int64)
         self._keys = (np.empty(attr, np.uint8), np.empty(key_bytes, np.uint8))  # attrs, keys
         self._values = np.empty(value_bytes, np.uint8)
@@ -704,7 +699,7 @@ class Columns:
         return int(self._used[B_ROWS])
 
     def sizes(self) -> tuple[int, ...]:
-        return (self._rows.shape[0], self._body.size, self._table.shape[0], self._keys[0].size,
+        return (self._sizes.size, self._body.size, self._table.shape[0], self._keys[0].size,
                 self._entries.shape[0], self._keys[1].size, self._values.size)  # fmt: skip
 
     def walk(
@@ -725,7 +720,7 @@ class Columns:
         used[U_FRAMES : U_FRAME_BYTES + 1] = 0
         try:
             while True:
-                status = walk(buf, frames, first, count, limits, self._rows, self._body,
+                status = walk(buf, frames, first, count, limits, self._sizes, self._body,
                               self._table, self._entries, self._keys, self._values, used,
                               self._text, self._scratch, self._snappy)  # fmt: skip
                 if status != _GROW:
@@ -744,7 +739,7 @@ class Columns:
     def _grow(self, which: int, need: int) -> None:
         used = self._used
         if which == B_ROWS:
-            self._rows = _enlarged(self._rows, used[B_ROWS], need)
+            self._sizes = _enlarged(self._sizes, used[B_ROWS], need)
         elif which == B_BODY:
             self._body = _enlarged(self._body, used[B_BODY], need)
         elif which == B_TABLE:
@@ -762,106 +757,127 @@ class Columns:
 
     def arrays(self) -> list[pa.Array]:
         """The byte_offset column and the value columns (`INLONG_SCHEMA` without
-        source_file) of every row walked."""
-        n = int(self._used[B_ROWS])
-        rows = _columns(self._rows, n)
-        version = rows[R_VERSION]
-        v4 = version == 4
-        shared = self._shared_columns(rows[R_TABLE])
+        source_file) of every row walked: the fields of each block built once, then taken
+        for its items."""
+        blocks = np.ascontiguousarray(self._table[: int(self._used[B_TABLE])].T)
+        items = blocks[T_ITEMS]
+        item_blocks = pa.array(np.repeat(np.arange(items.size, dtype=np.int32), items))
+        shared = self._block_columns(blocks)
+        taken = pa.RecordBatch.from_arrays(list(shared.values()), list(shared)).take(item_blocks)
+        sizes = self._sizes[: int(self._used[B_ROWS])]
+        first_rows = np.cumsum(items) - items
         columns = {
-            "byte_offset": pa.array(rows[R_OFFSET]),
-            "version": rows[R_VERSION],
-            "create_time_ms": (rows[R_CREATE], version == 0),
-            "msg_count": (rows[R_COUNT], version < 2),
-            "msg_type": (rows[R_TYPE], ~v4),
-            "group_id_num": (rows[R_GNUM], ~v4),
-            "stream_id_num": (rows[R_SNUM], ~v4),
-            "ext_field": (rows[R_EXT], ~v4),
-            "data_time": (rows[R_DTIME], ~v4),
-            "unique_id": (rows[R_UID], ~v4),
-            "block_index": (rows[R_BLOCK], v4),
-            "block_item_count": (rows[R_BLOCK_COUNT], version != 2),
-            "item_index": rows[R_ITEM],
-            "compressed": rows[R_COMPRESSED].astype(bool),
-            "private_attr": pa.nulls(n, pa.string()),
-            "private_attributes": pa.nulls(n, ATTRIBUTES_TYPE),
-            "body": _binary(pa.binary(), offsets_of(rows[R_BODY]), self._body),
-            **shared,
-        }
-        out = []
-        for field in list(INLONG_SCHEMA)[1:]:
-            column = columns[field.name]
-            if isinstance(column, tuple):
-                values, nulls = column
-                column = pa.array(values, field.type, mask=nulls if nulls.any() else None)
-            elif not isinstance(column, pa.Array):
-                column = pa.array(column, field.type)
-            out.append(column)
-        return out
-
-    def _shared_columns(self, index: np.ndarray) -> dict[str, pa.Array]:
-        """The columns the items take from their attribute row (`index`: each item's)."""
-        table = self._table[: int(self._used[B_TABLE])].T
-        entries = self._entries[: int(self._used[B_ENTRIES])].T
-        key_offsets, value_offsets = offsets_of(entries[0]), offsets_of(entries[1])
-        first = np.cumsum(table[T_ENTRIES]) - table[T_ENTRIES]  # each row's first entry
-        starts, stops = first[index], first[index] + table[T_ENTRIES][index]
-        keys = _binary(pa.string(), *_gather(starts, stops, key_offsets, self._keys[1]))
-        values = _binary(pa.string(), *_gather(starts, stops, value_offsets, self._values))
-        own_values = _binary(pa.string(), value_offsets, self._values)
-        group, stream = table[T_GROUP], table[T_STREAM]
-        attrs = _gather(index, index + 1, offsets_of(table[T_ATTR]), self._keys[0])
-        per_row = pa.array(index)
-        return {
-            "event_time": pa.array(
-                table[T_TIME], INLONG_SCHEMA.field("event_time").type, mask=table[T_TIME_OK] == 0
-            ).take(per_row),
-            "group_id": own_values.take(pa.array(group, mask=group < 0)).take(per_row),
-            "stream_id": own_values.take(pa.array(stream, mask=stream < 0)).take(per_row),
-            "attr": _binary(pa.string(), *attrs),
-            "attributes": pa.MapArray.from_arrays(
-                pa.array(offsets_of(stops - starts)), keys, values, type=ATTRIBUTES_TYPE
+            **dict(zip(shared, taken.columns, strict=True)),
+            "item_index": pa.array(
+                np.arange(sizes.size, dtype=np.int32)
+                + np.repeat((blocks[T_FIRST_ITEM] - first_rows).astype(np.int32), items)
             ),
+            "attributes": self._attributes(blocks),
+            "private_attr": pa.nulls(sizes.size, pa.string()),
+            "private_attributes": pa.nulls(sizes.size, ATTRIBUTES_TYPE),
+            "body": _binary(pa.binary(), offsets_of(sizes), self._body),
         }
+        return [columns[field.name] for field in list(INLONG_SCHEMA)[1:]]
+
+    def _block_columns(self, blocks: np.ndarray) -> dict[str, pa.Array]:
+        """The columns whose value an item takes from its block, one row per block
+        (`blocks`: the block rows' fields)."""
+        version = blocks[T_VERSION]
+        v4 = version == 4
+        entries = self._entries[: int(self._used[B_ENTRIES])].T
+        entry_values = _binary(pa.string(), offsets_of(entries[1]), self._values)
+        group, stream = blocks[T_GROUP], blocks[T_STREAM]
+        no_nulls = np.zeros(version.size, bool)
+        nullable = {  # values, and where they are null
+            "byte_offset": (blocks[T_OFFSET], no_nulls),
+            "event_time": (blocks[T_TIME], blocks[T_TIME_OK] == 0),
+            "version": (version, no_nulls),
+            "create_time_ms": (blocks[T_CREATE], version == 0),
+            "msg_count": (blocks[T_COUNT], version < 2),
+            "msg_type": (blocks[T_TYPE], ~v4),
+            "group_id_num": (blocks[T_GNUM], ~v4),
+            "stream_id_num": (blocks[T_SNUM], ~v4),
+            "ext_field": (blocks[T_EXT], ~v4),
+            "data_time": (blocks[T_DTIME], ~v4),
+            "unique_id": (blocks[T_UID], ~v4),
+            "block_index": (blocks[T_BLOCK], v4),
+            "block_item_count": (blocks[T_BLOCK_COUNT], version != 2),
+            "compressed": (blocks[T_COMPRESSED] != 0, no_nulls),
+        }
+        columns = {
+            name: pa.array(values, INLONG_SCHEMA.field(name).type, mask=nulls)
+            for name, (values, nulls) in nullable.items()
+        }
+        columns["group_id"] = entry_values.take(pa.array(group, mask=group < 0))
+        columns["stream_id"] = entry_values.take(pa.array(stream, mask=stream < 0))
+        columns["attr"] = _binary(pa.string(), offsets_of(blocks[T_ATTR]), self._keys[0])
+        return columns
+
+    def _attributes(self, blocks: np.ndarray) -> pa.MapArray:
+        """The attributes column: each block's entries repeated for its items."""
+        entries = self._entries[: int(self._used[B_ENTRIES])].T
+        count, items = blocks[T_ENTRIES], blocks[T_ITEMS]
+        first = np.cumsum(count) - count
+        keys = _repeated(first, first + count, items, offsets_of(entries[0]), self._keys[1])
+        values = _repeated(first, first + count, items, offsets_of(entries[1]), self._values)
+        return pa.MapArray.from_arrays(
+            pa.array(offsets_of(np.repeat(count, items))),
+            _binary(pa.string(), *keys),
+            _binary(pa.string(), *values),
+            type=ATTRIBUTES_TYPE,
+        )
 
 
 @njit(cache=True, nogil=True)
-def _columns(rows, count):
-    """The first `count` rows of the row-major `rows` as contiguous columns, in one pass
-    (numpy's transposed copy reads each column across all rows)."""
-    out = np.empty((rows.shape[1], count), np.int64)
-    for r in range(count):
-        for k in range(rows.shape[1]):
-            out[k, r] = rows[r, k]
-    return out
+def _move(out, at, src, pos, size):
+    """`out[at:at + size] = src[pos:pos + size]` for ranges that do not overlap, as an
+    indexed loop over two slices (which compiles to a memcpy; the slice assignment does
+    not)."""
+    to = out[at : at + size]
+    source = src[pos : pos + size]
+    for i in range(size):
+        to[i] = source[i]
 
 
 @njit(cache=True, nogil=True)
-def _gather(starts, stops, offsets, data):
-    """Values `starts[i]` .. `stops[i]` - 1 of a binary column (`offsets`, `data`) for
-    each i, back to back: (their int32 offsets, their bytes). Values an attribute row
-    shares are repeated for its items this way, a copy per item, not a take per value."""
+def _repeated(firsts, stops, repeats, offsets, data):
+    """Values `firsts[b]` .. `stops[b]` - 1 of a binary column (`offsets`, `data`), each
+    run repeated `repeats[b]` times, for every b, back to back: (int32 offsets, bytes).
+    A run is copied once, then its copies double (a memcpy each, offsets shifted), so
+    a block's attributes cost its items a few large copies, not one small one each."""
     values = 0
     size = 0
-    for i in range(starts.size):
-        values += stops[i] - starts[i]
-        size += offsets[stops[i]] - offsets[starts[i]]
+    for b in range(firsts.size):
+        values += (stops[b] - firsts[b]) * repeats[b]
+        size += (offsets[stops[b]] - offsets[firsts[b]]) * repeats[b]
     if size > 0x7FFF_FFFF:
         raise OverflowError("a column exceeds Arrow's 32-bit offsets")
     out_offsets = np.empty(values + 1, np.int32)
-    out = np.empty(size + 8, np.uint8)  # room for `_copy_wide`
+    out = np.empty(size, np.uint8)
     out_offsets[0] = 0
-    v = 0
-    at = 0
-    for i in range(starts.size):
-        first, stop = starts[i], stops[i]
+    v = 0  # values written
+    at = 0  # bytes written
+    for b in range(firsts.size):
+        first, count, repeat = firsts[b], stops[b] - firsts[b], repeats[b]
+        if repeat == 0:
+            continue
         base = offsets[first]
-        length = offsets[stop] - base
-        _copy_wide(out, at, data, base, length)
-        for k in range(first + 1, stop + 1):
-            v += 1
-            out_offsets[v] = offsets[k] - base + at
-        at += length
+        length = offsets[first + count] - base
+        _move(out, at, data, base, length)
+        for k in range(count):
+            out_offsets[v + 1 + k] = offsets[first + 1 + k] - base + at
+        done = 1  # copies of the run written
+        while done < repeat:
+            more = min(done, repeat - done)
+            _move(out, at + done * length, out, at, more * length)
+            shift = done * length
+            run = out_offsets[v + 1 : v + 1 + more * count]
+            copy = out_offsets[v + 1 + done * count : v + 1 + (done + more) * count]
+            for k in range(more * count):
+                copy[k] = run[k] + shift
+            done += more
+        v += count * repeat
+        at += length * repeat
     return out_offsets, out
 
 

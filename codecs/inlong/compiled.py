@@ -683,12 +683,12 @@ class Columns:
 
     def __init__(self, sizes: tuple[int, ...] = SIZES):
         items, body, table, attr, entries, key_bytes, value_bytes = sizes
-        self._sizes = np.empty(items, np.int64)  # each item's body size
-        self._body = np.empty(body, np.uint8)
-        self._table = np.empty((table, _TABLE_FIELDS), np.int64)
-        self._entries = np.empty((entries, 2), np.int64)
-        self._keys = (np.empty(attr, np.uint8), np.empty(key_bytes, np.uint8))  # attrs, keys
-        self._values = np.empty(value_bytes, np.uint8)
+        self._sizes = _pooled(items, np.int64)  # each item's body size
+        self._body = _pooled(body, np.uint8)
+        self._table = _pooled((table, _TABLE_FIELDS), np.int64)
+        self._entries = _pooled((entries, 2), np.int64)
+        self._keys = (_pooled(attr, np.uint8), _pooled(key_bytes, np.uint8))  # attrs, keys
+        self._values = _pooled(value_bytes, np.uint8)
         self._used = np.zeros(_USED, np.int64)
         self._text = np.empty(_ATTR_SCRATCH, np.uint8)
         self._scratch = np.empty((4, MAX_ENTRIES), np.int64)
@@ -818,12 +818,10 @@ class Columns:
         entries = self._entries[: int(self._used[B_ENTRIES])].T
         count, items = blocks[T_ENTRIES], blocks[T_ITEMS]
         first = np.cumsum(count) - count
-        keys = _repeated(first, first + count, items, offsets_of(entries[0]), self._keys[1])
-        values = _repeated(first, first + count, items, offsets_of(entries[1]), self._values)
         return pa.MapArray.from_arrays(
             pa.array(offsets_of(np.repeat(count, items))),
-            _binary(pa.string(), *keys),
-            _binary(pa.string(), *values),
+            _repeated(first, first + count, items, offsets_of(entries[0]), self._keys[1]),
+            _repeated(first, first + count, items, offsets_of(entries[1]), self._values),
             type=ATTRIBUTES_TYPE,
         )
 
@@ -839,21 +837,25 @@ def _move(out, at, src, pos, size):
         to[i] = source[i]
 
 
-@njit(cache=True, nogil=True)
-def _repeated(firsts, stops, repeats, offsets, data):
-    """Values `firsts[b]` .. `stops[b]` - 1 of a binary column (`offsets`, `data`), each
-    run repeated `repeats[b]` times, for every b, back to back: (int32 offsets, bytes).
-    A run is copied once, then its copies double (a memcpy each, offsets shifted), so
-    a block's attributes cost its items a few large copies, not one small one each."""
-    values = 0
-    size = 0
-    for b in range(firsts.size):
-        values += (stops[b] - firsts[b]) * repeats[b]
-        size += (offsets[stops[b]] - offsets[firsts[b]]) * repeats[b]
+def _repeated(
+    firsts: np.ndarray, stops: np.ndarray, repeats: np.ndarray, offsets: np.ndarray, data
+) -> pa.Array:
+    """The string column of values `firsts[b]` .. `stops[b]` - 1 of a binary column
+    (`offsets`, `data`), each run repeated `repeats[b]` times, for every b, back to back."""
+    values = int(((stops - firsts) * repeats).sum())
+    size = int(((offsets[stops] - offsets[firsts]).astype(np.int64) * repeats).sum())
     if size > 0x7FFF_FFFF:
-        raise OverflowError("a column exceeds Arrow's 32-bit offsets")
-    out_offsets = np.empty(values + 1, np.int32)
-    out = np.empty(size, np.uint8)
+        raise OverflowError(f"{size} bytes in one column exceed Arrow's 32-bit offsets")
+    out_offsets, out = _pooled(values + 1, np.int32), _pooled(size, np.uint8)
+    _repeat_runs(firsts, stops, repeats, offsets, data, out_offsets, out)
+    return _binary(pa.string(), out_offsets, out)
+
+
+@njit(cache=True, nogil=True)
+def _repeat_runs(firsts, stops, repeats, offsets, data, out_offsets, out):
+    """Fill `_repeated`'s offsets and bytes. A run is copied once, then its copies double
+    (a memcpy each, offsets shifted), so the attributes of a block cost its items a few
+    large copies, not one small one each."""
     out_offsets[0] = 0
     v = 0  # values written
     at = 0  # bytes written
@@ -878,7 +880,15 @@ def _repeated(firsts, stops, repeats, offsets, data):
             done += more
         v += count * repeat
         at += length * repeat
-    return out_offsets, out
+
+
+def _pooled(shape: int | tuple[int, ...], dtype: type) -> np.ndarray:
+    """An uninitialised numpy array in memory from Arrow's pool, which reuses the pages
+    of freed buffers: the buffers of every flush, new ones from the system, each cost a
+    page fault per 4 KB (more than the decode writes into them)."""
+    count = int(np.prod(shape))
+    buffer = pa.allocate_buffer(count * np.dtype(dtype).itemsize)
+    return np.frombuffer(buffer, dtype, count).reshape(shape)
 
 
 def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
@@ -887,7 +897,7 @@ def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
     size = buffer.shape[0]
     if needed <= size:
         return buffer
-    bigger = np.empty((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
+    bigger = _pooled((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
     bigger[:used] = buffer[:used]
     return bigger
 

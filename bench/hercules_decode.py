@@ -19,8 +19,8 @@ child's peak resident set (`ru_maxrss`), its growth over the child's state after
 and tracemalloc's peak in one more, untimed run. The ratios come from one more child that
 runs the three readers interleaved, --repeat rounds, best wall and CPU time of each (the
 machine is shared: CPU time is the steadier figure). Last, the first decode of a one-event
-batch in a fresh process, with an empty numba cache (compiles) and with the cache that run
-filled (loads).
+batch in a fresh process (numba is imported then, by the decoder), with an empty numba
+cache (compiles) and with the cache that run filled (loads).
 
     ./wirelake bench hercules [--size-mb 50] [--repeat 3] [--json]
 """

@@ -182,6 +182,27 @@ def test_snappy_accepts_nothing_cramjam_rejects(block, data):
         assert got == cramjam_snappy(bytes(damaged))
 
 
+@FAST
+@given(
+    st.lists(st.text(max_size=4), max_size=12),
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 4), st.integers(0, 9)), max_size=6),
+)
+def test_repeated_runs(values, runs):
+    """`_repeated` (the attribute maps' keys and values): each run of values repeated its
+    count of times, empty runs and values and counts of 0, 1 and past a doubling."""
+    runs = [(min(first, len(values)), min(first + size, len(values)), repeat)
+            for first, size, repeat in runs]  # fmt: skip
+    column = pa.array(values, pa.string())
+    firsts, stops, repeats = np.array(runs, np.int64).reshape(-1, 3).T.copy()
+    offsets = np.frombuffer(column.buffers()[1], np.int32)
+    data = np.frombuffer(column.buffers()[2] or b"", np.uint8)
+    got = compiled._repeated(firsts, stops, repeats, offsets, data)
+    want = [value for first, stop, repeat in runs for _ in range(repeat)
+            for value in values[first:stop]]  # fmt: skip
+    assert got.to_pylist() == want
+    got.validate(full=True)
+
+
 def test_the_compiled_walk_takes_over_within_a_file(monkeypatch):
     """Once the process has read COMPILED_AFTER_BYTES the compiled walk takes the rest of
     the file (from the next window of frames), its rows joining the pure walk's in the

@@ -675,16 +675,17 @@ def scan_prefixed(buf, base, limit, frames):
 class Columns:
     """Messages walked since the last flush, in growable numpy buffers from which the
     columns are built once (`arrays`). The body column shares its buffer: after a flush,
-    start a new `Columns` (`sizes` carries the last one's, to grow less)."""
+    start a new `Columns` (`sizes` carries the last one's, to grow less; `body_bytes`:
+    room for that many bytes of bodies from the start)."""
 
     # items, bodies, block rows, attr bytes, entries, key and value bytes: small, so that
     # a small input holds little (a file's later batches start at the last one's)
     SIZES = (1024, 1 << 16, 64, 1 << 12, 512, 1 << 12, 1 << 12)
 
-    def __init__(self, sizes: tuple[int, ...] = SIZES):
+    def __init__(self, sizes: tuple[int, ...] = SIZES, *, body_bytes: int = 0):
         items, body, table, attr, entries, key_bytes, value_bytes = sizes
         self._sizes = _pooled(items, np.int64)  # each item's body size
-        self._body = _pooled(body, np.uint8)
+        self._body = _pooled(max(body, body_bytes), np.uint8)
         self._table = _pooled((table, _TABLE_FIELDS), np.int64)
         self._entries = _pooled((entries, 2), np.int64)
         self._keys = (_pooled(attr, np.uint8), _pooled(key_bytes, np.uint8))  # attrs, keys

@@ -281,14 +281,21 @@ class RowBuffer:
     """Item rows decoded since the last flush: the compiled walk's `Columns`, and
     batches of rows from the pure walk (with the compiled rows before them). `limits`
     (`bounds.L_*`): the batch bounds, and the chunks the compiled walk must match;
-    `compiled_walk`: as `decode` takes it."""
+    `compiled_walk`: as `decode` takes it; `body_bytes`: the bodies the compiled walk's
+    first batch makes room for from the start."""
 
     def __init__(
-        self, source: str | None, limits: np.ndarray, *, compiled_walk: bool | None
+        self,
+        source: str | None,
+        limits: np.ndarray,
+        *,
+        compiled_walk: bool | None,
+        body_bytes: int = 0,
     ) -> None:
         self.source = source
         self.limits = limits
         self.compiled_walk = COMPILED_WALK if compiled_walk is None else compiled_walk
+        self.body_bytes = body_bytes
         self.batch_rows = int(limits[bounds.L_BATCH_ROWS])
         self.batch_bytes = int(limits[bounds.L_BATCH_BYTES])
         self.columns = None  # the compiled walk's `Columns`, once it is used
@@ -306,7 +313,7 @@ class RowBuffer:
         else:
             use = self.compiled_walk
         if use:
-            self.columns = compiled_module(_COMPILED).Columns()
+            self.columns = compiled_module(_COMPILED).Columns(body_bytes=self.body_bytes)
         return use
 
     def _reset(self) -> None:

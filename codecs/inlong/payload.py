@@ -36,7 +36,9 @@ def decode_values(
     # message start and length, the row's byte_offset (here: the value's index), bytes
     frames = np.stack([offsets[:-1], sizes, np.arange(count), sizes]).astype(np.int64)
     limits = np.array([opts.max_decompressed_bytes, *[UNBOUNDED] * 4], np.int64)
-    rows = RowBuffer(None, limits, compiled_walk=compiled_walk)
+    # one batch: room from the start for the bodies of uncompressed values, which the
+    # values hold (compressed ones grow it once or twice), rather than doubling up to them
+    rows = RowBuffer(None, limits, compiled_walk=compiled_walk, body_bytes=data.size)
     rows.compiled(data.size)
     errors: list[tuple[int, DecodeError]] = []
     first = 0

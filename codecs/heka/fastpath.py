@@ -130,6 +130,8 @@ def room(body_bytes):
 def _varint(data, pos, end):
     """A varint of at most 10 bytes in `data[pos:end]`: its low 64 bits, whether bits past
     them were set, and the next position (`_FAILED` when it runs past `end` or is longer)."""
+    if pos < end and data[pos] < 0x80:  # the common one-byte varint
+        return np.uint64(data[pos]), False, pos + 1
     bits = np.uint64(0)
     over = False
     for i in range(10):
@@ -271,8 +273,7 @@ def frames(data, max_len, table, after_garbage):
 def _put(arena, column, cur, data, start, length):
     """Append `data[start:start + length]` to a text column; its length."""
     at = cur[U_REGIONS + column] + cur[U_TEXTS + column]
-    for i in range(length):  # short values: faster than a slice assignment
-        arena[at + i] = data[start + i]
+    arena[at : at + length] = data[start : start + length]
     cur[U_TEXTS + column] += length
     return length
 

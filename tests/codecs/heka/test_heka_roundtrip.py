@@ -17,7 +17,7 @@ import uuid as uuids
 import zstandard
 from heka_proto import classes
 from heka_support import DATA, decode, signers_file
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from wirecodecs.heka import encoder as enc
@@ -320,6 +320,21 @@ def test_header_over_255_bytes_is_refused():
         assert "too big" in str(err)
     else:
         raise AssertionError("a 300-byte signer fits no header")
+
+
+@ROUNDTRIP
+@given(st.text(max_size=80), st.sampled_from(["MD5", "SHA1"]))
+@example("k" * 65, "MD5")  # one byte over the block
+@example("\u2603" * 30, "SHA1")  # 90 bytes of UTF-8
+def test_signatures_are_checked_for_keys_of_any_length(tmp_path, key, hash_function):
+    """Keys shorter and longer than the hash's block (a long key is hashed first, RFC 2104)
+    give Python's HMAC: a signed body is valid, the same body altered after signing not."""
+    signer = enc.Signer("k", 1, key.encode(), hash_function)
+    data = enc.frame(enc.encode_message(enc.Message(uuid=b"\x02" * 16, timestamp=9)), signer)
+    altered = data[:-1] + b"\x08"  # the timestamp's varint, last on the wire: 9 -> 8
+    got = decode(data + altered, hmac_keys_file=signers_file(tmp_path, {"k_1": key}))
+    assert [row["hmac_status"] for row in got.rows] == ["valid", "invalid_digest"]
+    assert [row["timestamp"] for row in got.rows] == [9, 8]
 
 
 def test_snappy_bodies_are_signed_as_sent(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
+import numpy as np
 import pyarrow as pa
 
 from wirecodecs.heka.message import VALUE_TYPES
@@ -70,8 +71,12 @@ def text_lists(lists: Sequence[tuple[bytes, ...]]) -> tuple[pa.Array, pa.Array]:
 
 
 def _is_utf8(array: pa.Array) -> bool:
-    """Whether every value of a binary (or list of binary) array is UTF-8: Arrow's full
-    validation of the same buffers seen as strings checks each value on its own."""
+    """Whether every value of a binary (or list of binary) array is UTF-8: at once when its
+    value bytes are all ASCII (a single numpy pass, the common case), else by Arrow's full
+    validation of the same buffers seen as strings, which checks each value on its own."""
+    values = array.buffers()[-1]  # the value bytes (last for both layouts)
+    if values is None or np.frombuffer(values, np.uint8).max(initial=0) < 0x80:
+        return True
     as_text = array.view(pa.list_(pa.string()) if pa.types.is_list(array.type) else pa.string())
     try:
         as_text.validate(full=True)

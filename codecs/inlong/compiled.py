@@ -766,7 +766,7 @@ class Columns:
         shared = self._block_columns(blocks)
         taken = pa.RecordBatch.from_arrays(list(shared.values()), list(shared)).take(item_blocks)
         sizes = self._sizes[: int(self._used[B_ROWS])]
-        first_rows = np.cumsum(items) - items
+        first_rows = np.cumsum(items) - items  # each block's first row in the batch
         columns = {
             **dict(zip(shared, taken.columns, strict=True)),
             "item_index": pa.array(

@@ -556,14 +556,14 @@ class _Pads(NamedTuple):
 
     @classmethod
     def of(cls, key: bytes, name: str) -> _Pads:
-        block = hashlib.new(name).block_size
-        if len(key) > block:
+        inner = hashlib.new(name)
+        if len(key) > inner.block_size:
             key = hashlib.new(name, key).digest()
-        key = key.ljust(block, b"\0")
-        return cls(
-            hashlib.new(name, key.translate(_INNER_PAD)),
-            hashlib.new(name, key.translate(_OUTER_PAD)),
-        )
+        key = key.ljust(inner.block_size, b"\0")
+        outer = inner.copy()
+        inner.update(key.translate(_INNER_PAD))
+        outer.update(key.translate(_OUTER_PAD))
+        return cls(inner, outer)
 
 
 def _verdict(signing, body, signature) -> str:

@@ -269,11 +269,20 @@ def frames(data, max_len, table, after_garbage):
     return pos, 0, count, skipped, after_garbage
 
 
+@njit(cache=True, nogil=True)
+def _copy(target, source):
+    """`target[:] = source` as a plain loop over the two slices, which LLVM compiles far
+    better than numba's slice assignment (byte by byte through strides): `messages` takes
+    0.64 us a message with it, 0.85 with the slice assignment."""
+    for i in range(source.size):
+        target[i] = source[i]
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _put(arena, column, cur, data, start, length):
     """Append `data[start:start + length]` to a text column; its length."""
     at = cur[U_REGIONS + column] + cur[U_TEXTS + column]
-    arena[at : at + length] = data[start : start + length]
+    _copy(arena[at : at + length], data[start : start + length])
     cur[U_TEXTS + column] += length
     return length
 

@@ -30,6 +30,7 @@ _LZ4_MAX_RATIO = 255  # an LZ4 sequence emits at most 255 bytes per byte it take
 _LZ4_GUESS_RATIO = 4  # the first output step of a frame that declares no size, per input byte
 _SNAPPY_MAX_RATIO = 22  # a 3-byte snappy copy emits at most 64 bytes: ~21.3x at best
 _ZSTD_MAX_BLOCK = 128 * 1024  # one zstd block (from as few as 4 input bytes) emits at most this
+_ZSTD_GUESS_RATIO = 8  # the one-call output buffer, per input byte (real topics: 2-6x)
 
 
 def _failed(fmt: str, codec: str, detail: str) -> DecodeError:
@@ -204,13 +205,22 @@ def _lz4(fmt: str, data, max_bytes: int, legacy: bool = False) -> bytes:
 def _zstd(fmt: str, data, max_bytes: int) -> bytes:
     """Concatenated zstd frames without a declared content size (zstd-jni's stream).
 
-    zstandard's incremental decoder has no output limit, so input is fed in steps small
-    enough that one step cannot overshoot the remaining budget by more than a block.
+    The usual input, one frame whose output fits `_ZSTD_GUESS_RATIO` times its size, is
+    decompressed in one call into a buffer of that size. Anything else (several frames,
+    a larger output, damage) takes the incremental decoder, which gives the error: it has
+    no output limit, so input is fed in steps small enough that one step cannot overshoot
+    the remaining budget by more than a block.
     """
     data = memoryview(data)
     if not data:
         raise _failed(fmt, "zstd", "empty input")
     dctx = zstandard.ZstdDecompressor()
+    guess = min(max_bytes, _ZSTD_GUESS_RATIO * len(data))
+    if _fits_one_call(data, guess):
+        try:
+            return dctx.decompress(data, max_output_size=guess, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # the incremental decoder reads it again and says what is wrong
     out: list[bytes] = []
     budget = max_bytes
     pos = 0
@@ -231,6 +241,16 @@ def _zstd(fmt: str, data, max_bytes: int) -> bytes:
     except zstandard.ZstdError as err:
         raise _failed(fmt, "zstd", str(err)) from None
     return b"".join(out)
+
+
+def _fits_one_call(data, guess: int) -> bool:
+    """Whether `data` starts with a zstd frame header that declares no content size, or
+    a size up to `guess` (a frame declaring 0 is left to the incremental decoder)."""
+    try:
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:  # not a frame header: the incremental decoder says so
+        return False
+    return declared == -1 or 0 < declared <= guess
 
 
 _CODECS: dict[str, Callable[[str, object, int], bytes]] = {

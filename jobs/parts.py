@@ -210,11 +210,11 @@ class _Range(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:
-        size = self._left if size < 0 else min(size, self._left)
-        piece = self._file.read(size) if size else b""
-        self._left -= len(piece)
-        return piece
+    def readinto(self, into) -> int:
+        size = min(len(into), self._left)
+        got = self._file.readinto(memoryview(into)[:size]) if size else 0
+        self._left -= got
+        return got
 
     def close(self) -> None:
         self._file.close()

@@ -113,6 +113,7 @@ def read_message_set(entry: memoryview, start: int, opts: KafkaOptions) -> Run:
     )
     if codec == 0:
         run = Run(columns, outer.offset, outer.timestamp, False)
+        run.start_lists()
         run.offset_deltas.append(0)
         run.ts_deltas.append(0)
         run.keys.append(outer.key)
@@ -157,6 +158,7 @@ def read_message_set(entry: memoryview, start: int, opts: KafkaOptions) -> Run:
         run = Run(columns, base, outer.timestamp, False)
     else:
         run = Run(columns, base, 0, True)
+    run.start_lists()
     for row, message in enumerate(messages):
         run.offset_deltas.append(message.offset)
         run.ts_deltas.append(message.timestamp or 0)

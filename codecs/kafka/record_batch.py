@@ -111,6 +111,7 @@ def read_record_batch(entry: memoryview, start: int, opts: KafkaOptions, compile
         )
     if not _fast_records(data, count, run, is_control, compiled):
         data = bytes(data)  # the pure walk keeps slices: not views of the stream window
+        run.start_lists()
         try:
             end = _walk_records(data, count, run)
         except IndexError:

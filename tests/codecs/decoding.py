@@ -78,10 +78,10 @@ class ChunkedReads(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:
+    def readinto(self, into) -> int:
         most = self._sizes[self._next % len(self._sizes)]
         self._next += 1
-        return self._data.read(min(most, size) if size >= 0 else most)
+        return self._data.readinto(memoryview(into)[: min(most, len(into))])
 
 
 def check_items(got: Decoded, data: bytes, schema: pa.Schema, batch_rows: int) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import random
 import struct
 import tracemalloc
 
 import cramjam
 import lz4.frame
+import pyarrow as pa
 import pytest
 import zstandard
 from decoding import ChunkedReads
@@ -26,7 +28,7 @@ from wirecodecs.binary import Cursor, need, read_uvarint, read_varint, read_varl
 from wirecodecs.checksums import crc32, crc32_matches, crc32c, crc32c_matches
 from wirecodecs.compression import decompress, lz4_header_checksum
 from wirecodecs.errors import DecodeError
-from wirecodecs.stream import StreamWindow
+from wirecodecs.stream import CHUNK_BYTES, StreamWindow
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -239,6 +241,29 @@ def test_lz4_cut_short_fails():
     assert kind_of(lambda: decompress("lz4", frame[:-20], MIB)) == "decompress_failed"
 
 
+ZSTD_PAYLOADS = {"one_call": random.Random(7).randbytes(100_000), "steps_37x": PAYLOAD}
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "undeclared"])
+@pytest.mark.parametrize("name", sorted(ZSTD_PAYLOADS))
+def test_zstd_one_frame_in_one_call_or_in_steps(declared, name):
+    """One frame inflating up to 8x is decompressed in one call, others in steps: the
+    output is the same, and the bound holds on both paths."""
+    payload = ZSTD_PAYLOADS[name]
+    frame = zstandard.ZstdCompressor(write_content_size=declared).compress(payload)
+    assert decompress("zstd", frame, len(payload)) == payload
+    too_small = len(payload) - 1
+    assert kind_of(lambda: decompress("zstd", frame, too_small)) == "decompressed_too_large"
+
+
+def test_zstd_frame_declaring_a_wrong_size_fails():
+    frame = bytearray(zstandard.ZstdCompressor(write_content_size=True).compress(SMALL))
+    params = zstandard.get_frame_parameters(bytes(frame))
+    assert params.content_size == len(SMALL) and frame[4] == 0x60  # single segment, 2-byte FCS
+    frame[5:7] = (len(SMALL) + 1 - 256).to_bytes(2, "little")
+    assert kind_of(lambda: decompress("zstd", bytes(frame), MIB)) == "decompress_failed"
+
+
 def test_zstd_multi_frame_without_content_size():
     cctx = zstandard.ZstdCompressor(write_content_size=False)
     data = cctx.compress(PAYLOAD[:40000]) + cctx.compress(PAYLOAD[40000:])
@@ -366,6 +391,47 @@ def test_window_drain_counts_without_keeping():
     assert window.drain() == 9996
     assert (window.offset, window.bytes_read, window.available) == (10_000, 10_000, 0)
     assert window.fill(1) == 0
+
+
+def test_window_memory_follows_the_stream_not_the_request():
+    """A length field claiming 100 MiB over a 1 MiB stream buffers about what is there
+    (the window's buffers live in Arrow's pool, where tracemalloc does not look)."""
+    data = b"x" * MIB
+    window = StreamWindow(io.BytesIO(data))
+    before = pa.total_allocated_bytes()
+    assert window.fill(100 * MIB) == MIB
+    assert pa.total_allocated_bytes() - before <= 2 * MIB + CHUNK_BYTES
+    assert bytes(window.peek(MIB)) == data
+
+
+def test_window_views_are_read_only():
+    window = StreamWindow(io.BytesIO(b"abcdef"))
+    assert window.peek(3).readonly
+
+
+def test_window_find_looks_within_the_next_n_bytes():
+    window = StreamWindow(io.BytesIO(b"..\x1e...\x1e"), chunk_bytes=4)
+    window.fill(9)
+    window.consume(3)
+    assert window.find(b"\x1e", 3) == -1
+    assert window.find(b"\x1e", 4) == 3
+    assert window.find(b"\x1e", 100) == 3
+
+
+def test_window_reads_streams_that_only_have_read():
+    class ReadOnly:  # the inflating readers' interface: pieces of their own size
+        def __init__(self, data: bytes) -> None:
+            self._data = io.BytesIO(data)
+
+        def read(self, n: int) -> bytes:
+            return self._data.read(5)
+
+    window = StreamWindow(ReadOnly(b"0123456789"), chunk_bytes=4)
+    assert window.fill(7) >= 7
+    assert bytes(window.peek(7)) == b"0123456"
+    window.consume(7)
+    assert window.drain() == 3  # what is buffered, then what was read but not taken
+    assert (window.offset, window.bytes_read) == (10, 10)
 
 
 def test_window_refuses_to_consume_unbuffered_bytes():

@@ -107,7 +107,7 @@ class Run:
 
     def start_lists(self) -> None:
         """Empty per-row lists for a pure walk to append to. A run from the compiled walk
-        keeps none: the runs of a flush outlive many collections, and a dozen lists per
+        keeps none: the runs of a flush outlive many collections, and seven lists per
         batch made Python's garbage collector take a sixth of a Kafka decode."""
         self.offset_deltas, self.ts_deltas, self.keys, self.values = [], [], [], []
         self.headers, self.record_crcs, self.controls = [], [], []

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import BinaryIO
 
-import pyarrow as pa
+import numpy as np
 
 from wirecodecs.accounting import HEAD_BYTES, FileAccounting, Quarantined
+from wirecodecs.arrow_columns import pooled
 
 CHUNK_BYTES = 1 << 20
 
@@ -72,11 +73,11 @@ class StreamWindow:
         have = self.available
         if have >= n or self._eof:
             return have
-        buffer = memoryview(pa.allocate_buffer(have + self._chunk_bytes)).cast("B")
+        buffer = memoryview(pooled(have + self._chunk_bytes, np.uint8))
         buffer[:have] = self._view[self._start :]
         while have < n:
             if have == len(buffer):
-                bigger = memoryview(pa.allocate_buffer(2 * have)).cast("B")
+                bigger = memoryview(pooled(2 * have, np.uint8))
                 bigger[:have] = buffer
                 buffer = bigger
             got = self._read_into(buffer[have:])

@@ -34,7 +34,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from wirecodecs.arrow_columns import offsets_of
+from wirecodecs.arrow_columns import offsets_of, pooled
 from wirecodecs.compression import _SNAPPY_MAX_RATIO
 from wirecodecs.inlong.bounds import (
     DONE,
@@ -684,12 +684,12 @@ class Columns:
 
     def __init__(self, sizes: tuple[int, ...] = SIZES, *, body_bytes: int = 0):
         items, body, table, attr, entries, key_bytes, value_bytes = sizes
-        self._sizes = _pooled(items, np.int64)  # each item's body size
-        self._body = _pooled(max(body, body_bytes), np.uint8)
-        self._table = _pooled((table, _TABLE_FIELDS), np.int64)
-        self._entries = _pooled((entries, 2), np.int64)
-        self._keys = (_pooled(attr, np.uint8), _pooled(key_bytes, np.uint8))  # attrs, keys
-        self._values = _pooled(value_bytes, np.uint8)
+        self._sizes = pooled(items, np.int64)  # each item's body size
+        self._body = pooled(max(body, body_bytes), np.uint8)
+        self._table = pooled((table, _TABLE_FIELDS), np.int64)
+        self._entries = pooled((entries, 2), np.int64)
+        self._keys = (pooled(attr, np.uint8), pooled(key_bytes, np.uint8))  # attrs, keys
+        self._values = pooled(value_bytes, np.uint8)
         self._used = np.zeros(_USED, np.int64)
         self._text = np.empty(_ATTR_SCRATCH, np.uint8)
         self._scratch = np.empty((4, MAX_ENTRIES), np.int64)
@@ -847,7 +847,7 @@ def _repeated(
     size = int(((offsets[stops] - offsets[firsts]).astype(np.int64) * repeats).sum())
     if size > 0x7FFF_FFFF:
         raise OverflowError(f"{size} bytes in one column exceed Arrow's 32-bit offsets")
-    out_offsets, out = _pooled(values + 1, np.int32), _pooled(size, np.uint8)
+    out_offsets, out = pooled(values + 1, np.int32), pooled(size, np.uint8)
     _repeat_runs(firsts, stops, repeats, offsets, data, out_offsets, out)
     return _binary(pa.string(), out_offsets, out)
 
@@ -883,22 +883,13 @@ def _repeat_runs(firsts, stops, repeats, offsets, data, out_offsets, out):
         at += length * repeat
 
 
-def _pooled(shape: int | tuple[int, ...], dtype: type) -> np.ndarray:
-    """An uninitialised numpy array in memory from Arrow's pool, which reuses the pages
-    of freed buffers: the buffers of every flush, new ones from the system, each cost a
-    page fault per 4 KB (more than the decode writes into them)."""
-    count = int(np.prod(shape))
-    buffer = pa.allocate_buffer(count * np.dtype(dtype).itemsize)
-    return np.frombuffer(buffer, dtype, count).reshape(shape)
-
-
 def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
     """`buffer` (its first axis) if it holds `needed`, else a copy of its first `used`
     items in one at least twice as large."""
     size = buffer.shape[0]
     if needed <= size:
         return buffer
-    bigger = _pooled((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
+    bigger = pooled((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
     bigger[:used] = buffer[:used]
     return bigger
 

@@ -59,12 +59,14 @@ def _context(docs_dir: str):
 def validate(frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str) -> Outcome:
     """Validate the Spark DataFrame `frame` (asset name `asset`); Data Docs go to `docs_dir`.
 
-    A first run asks only for counts (`BASIC`: about 40 % fewer Spark jobs than `SUMMARY`
-    on the Kafka suite, 37 against 62); a day with a failed expectation is validated again
-    for the failing rows' values and lineage (`SUMMARY`), so a failing day gets the same
-    result and Data Docs as ever, and the usual passing day half the work."""
+    A first run asks only for counts (`BASIC`, quoting no values: each quote is one more
+    scan, and the uniqueness check's a second sort of the day); a day where any expectation
+    met an unexpected value, failed or within its `mostly`, is validated again for those
+    values and their rows' lineage (`SUMMARY`). A day with unexpected values gets the same
+    result and Data Docs as ever; a clean day, whose quotes would be empty, gets them for
+    less: 1 GB Kafka day, 27.6 -> 22.7 s wall, its Spark jobs 14.4 -> 9.4 s."""
     outcome = _run(frame, suite, asset, docs_dir, "BASIC")
-    if outcome.failures:
+    if outcome.failures or _met_unexpected_values(outcome.result):
         shutil.rmtree(docs_dir, ignore_errors=True)
         outcome = _run(frame, suite, asset, docs_dir, "SUMMARY")
     offline_docs.make_offline(docs_dir)
@@ -95,7 +97,7 @@ def _run(frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, detail: s
             result_format={
                 "result_format": detail,
                 "unexpected_index_column_names": LINEAGE,
-                "partial_unexpected_count": SHOWN_VALUES,
+                "partial_unexpected_count": SHOWN_VALUES if detail == "SUMMARY" else 0,
             },
         )
     )
@@ -104,6 +106,10 @@ def _run(frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, detail: s
     result = validation.to_json_dict()
     failures = [failure_summary(item) for item in result["results"] if not item["success"]]
     return Outcome(result=result, failures=failures)
+
+
+def _met_unexpected_values(result: dict) -> bool:
+    return any((item.get("result") or {}).get("unexpected_count") for item in result["results"])
 
 
 def failure_summary(item: dict) -> dict:

@@ -179,6 +179,8 @@ def test_validate_command_line(dagbag):
         "--param", "max_lateness_hours=24",
     ]  # fmt: skip
     assert task.conf["spark.driver.extraJavaOptions"] == "-XX:+UseSerialGC"  # conf as it is
+    # job_conf.validate over conf: shuffles in parts small enough to keep every core busy
+    assert task.conf["spark.sql.adaptive.coalescePartitions.parallelismFirst"] == "false"
 
 
 def test_cluster_master_comes_from_the_connection_only(dagbag):

@@ -146,6 +146,28 @@ def test_suite_fails_on_doctored_rows_and_says_where(spark, good_rows, tmp_path)
     assert count["observed_value"] == len(good_rows) + 1
 
 
+@pytest.mark.spark
+def test_a_passing_day_quotes_the_unexpected_values_it_tolerated(spark, good_rows, tmp_path):
+    """The first pass quotes no values; values tolerated by an error budget still get
+    their quotes and lineage, as a failure's do."""
+    rows = [dict(row) for row in good_rows]
+    for row in rows[100:103]:
+        row["crc_valid"] = False
+
+    outcome = run_suite(spark, rows, len(rows), tmp_path, crc_error_budget=0.01)
+
+    assert outcome.failures == []
+    (crc,) = [
+        item["result"]
+        for item in outcome.result["results"]
+        if item["expectation_config"]["kwargs"].get("column") == "crc_valid"
+    ]
+    assert (crc["unexpected_count"], crc["partial_unexpected_list"]) == (3, [False] * 3)
+    assert [row["byte_offset"] for row in crc["partial_unexpected_index_list"]] == [
+        row["byte_offset"] for row in good_rows[100:103]
+    ]
+
+
 # --- the validate job ---------------------------------------------------------------
 
 

@@ -121,7 +121,9 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
     try:
-        outcome = runner.validate(frame, suite, asset=args.checked, docs_dir=docs)
+        outcome = runner.validate(
+            frame, suite, args.checked, docs, day_bytes=manifest["totals"]["bytes_total"]
+        )
         storage.publish_dir(docs, docs_dir)
     finally:
         shutil.rmtree(docs, ignore_errors=True)

@@ -38,7 +38,9 @@ def validate_rows(
     for `facts` and `params`; data docs under tmp_path/docs."""
     frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
     built = registry.get(suite).build(facts, params)
-    return runner.validate(frame, built, asset=suite, docs_dir=str(tmp_path / "docs"))
+    return runner.validate(
+        frame, built, suite, str(tmp_path / "docs"), facts.manifest["totals"]["bytes_total"]
+    )
 
 
 def failed(failures: list[dict]) -> dict[tuple, dict]:

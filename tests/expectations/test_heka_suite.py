@@ -161,10 +161,10 @@ def test_sample_day_passes_with_the_sources_yaml_params_and_still_checks(spark, 
     frame = spark.createDataFrame(table)
 
     def outcome(**overrides):
-        built = suite.build(
-            RunFacts(DAY, manifest("heka", DAY, table.num_rows)), {**params, **overrides}
-        )
-        return runner.validate(frame, built, asset="heka", docs_dir=str(tmp_path / "docs"))
+        facts = RunFacts(DAY, manifest("heka", DAY, table.num_rows))
+        built = suite.build(facts, {**params, **overrides})
+        day_bytes = facts.manifest["totals"]["bytes_total"]
+        return runner.validate(frame, built, "heka", str(tmp_path / "docs"), day_bytes)
 
     assert outcome().failures == []
     strict = failed(outcome(hmac_error_budget=0.0).failures)

@@ -146,26 +146,48 @@ def test_suite_fails_on_doctored_rows_and_says_where(spark, good_rows, tmp_path)
     assert count["observed_value"] == len(good_rows) + 1
 
 
+def _without_ids(result: dict) -> list[dict]:
+    return [
+        {**item, "expectation_config": {**item["expectation_config"], "id": None}}
+        for item in result["results"]
+    ]
+
+
 @pytest.mark.spark
-def test_a_passing_day_quotes_the_unexpected_values_it_tolerated(spark, good_rows, tmp_path):
-    """The first pass quotes no values; values tolerated by an error budget still get
-    their quotes and lineage, as a failure's do."""
+@pytest.mark.parametrize("day", ["clean", "tolerated", "failing"])
+def test_large_and_small_days_get_the_same_result(spark, good_rows, tmp_path, day):
+    """A large day's first pass quotes no values; whatever follows, its result is the one a
+    small day's quoting first pass gives: quotes for values tolerated by an error budget,
+    the failing rows' values and lineage for a failure."""
     rows = [dict(row) for row in good_rows]
-    for row in rows[100:103]:
-        row["crc_valid"] = False
+    if day == "tolerated":
+        for row in rows[100:103]:
+            row["crc_valid"] = False
+    if day == "failing":
+        rows = doctored(good_rows)
+    facts = RunFacts(DAY, manifest("kafka", DAY, len(good_rows)))
+    suite = registry.get("kafka").build(facts, {"crc_error_budget": 0.01})
+    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA))
 
-    outcome = run_suite(spark, rows, len(rows), tmp_path, crc_error_budget=0.01)
+    small, large = (
+        runner.validate(frame, suite, "kafka", str(tmp_path / name), day_bytes)
+        for name, day_bytes in (("small", 1), ("large", runner.QUOTE_FIRST_BELOW_BYTES))
+    )
 
-    assert outcome.failures == []
-    (crc,) = [
+    assert _without_ids(large.result) == _without_ids(small.result)
+    assert large.failures == small.failures
+    crc = next(
         item["result"]
-        for item in outcome.result["results"]
+        for item in large.result["results"]
         if item["expectation_config"]["kwargs"].get("column") == "crc_valid"
+    )
+    quoted = {"clean": [], "tolerated": [False] * 3, "failing": [False] * 5}[day]
+    assert crc["partial_unexpected_list"] == quoted
+    pages = [
+        sorted(page.name for page in (tmp_path / name).rglob("*.html"))
+        for name in ("small", "large")
     ]
-    assert (crc["unexpected_count"], crc["partial_unexpected_list"]) == (3, [False] * 3)
-    assert [row["byte_offset"] for row in crc["partial_unexpected_index_list"]] == [
-        row["byte_offset"] for row in good_rows[100:103]
-    ]
+    assert pages[0] == pages[1] and pages[0]
 
 
 # --- the validate job ---------------------------------------------------------------

@@ -16,7 +16,7 @@ stay the Kafka entries'; `payloads_good`/`payloads_bad` count the carried messag
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -69,20 +69,35 @@ def carrying(payload: WireFormat) -> WireFormat:
             if isinstance(item, Quarantined):
                 yield item
                 continue
-            records = _carrying_messages(item)
-            if not records.num_rows:
-                continue
-            carried = decode_values(records["value"], payload_options)
-            for index, err in carried.errors:
-                yield _quarantine_value(records.slice(index, 1).to_pylist()[0], payload.name, err)
-            accounting.payloads_bad += len(carried.errors)
-            accounting.payloads_good += records.num_rows - len(carried.errors)
-            if carried.batch.num_rows:  # a value may carry several messages: more rows than records
-                rows_written += carried.batch.num_rows
-                rows = _with_envelope(carried, records, schema)
-                yield from in_batches(rows, kafka_options.batch_rows)
+            rows_written += yield from _payload_rows(
+                item, accounting, payload_options, kafka_options
+            )
+            del item  # the flush's values: not held while the next flush decodes
         accounting.records_bad += accounting.payloads_bad
         accounting.records_good = rows_written
+
+    def _payload_rows(
+        kafka_rows: pa.RecordBatch,
+        accounting: FileAccounting,
+        payload_options: Options,
+        kafka_options: KafkaOptions,
+    ) -> Generator[pa.RecordBatch | Quarantined, None, int]:
+        """The rows (and quarantined values) of one Kafka flush's messages; returns how
+        many rows. A function of its own, so that a flush's rows are let go before the next
+        flush decodes."""
+        records = _carrying_messages(kafka_rows)
+        if not records.num_rows:
+            return 0
+        carried = decode_values(records["value"], payload_options)
+        for index, err in carried.errors:
+            yield _quarantine_value(records.slice(index, 1).to_pylist()[0], payload.name, err)
+        accounting.payloads_bad += len(carried.errors)
+        accounting.payloads_good += records.num_rows - len(carried.errors)
+        if carried.batch.num_rows:  # a value may carry several messages: more rows than records
+            yield from in_batches(
+                _with_envelope(carried, records, schema), kafka_options.batch_rows
+            )
+        return carried.batch.num_rows
 
     return WireFormat(
         f"kafka+{payload.name}",
@@ -104,11 +119,23 @@ def _carrying_messages(kafka_rows: pa.RecordBatch) -> pa.RecordBatch:
 
 def _with_envelope(carried: CarriedRows, records: pa.RecordBatch, schema: pa.Schema):
     """The payload's rows with the lineage pair and envelope columns of their records."""
-    envelope = records.select(_ENVELOPE).take(carried.value_index)  # not the values: no copy
+    envelope = {name: _spread(records[name], carried.value_index) for name in _ENVELOPE}
     columns = {name: envelope[name] for name in ("source_file", "byte_offset")}
     columns.update(zip(carried.batch.schema.names, carried.batch.columns, strict=True))
     columns.update((column, envelope[name]) for name, column in _FROM_KAFKA.items())
     return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def _spread(column: pa.Array, index: pa.Array) -> pa.Array:
+    """`column` taken at `index` (a record's value to each of its rows). A column of one
+    value or of nulls only, as the source file, topic and partition are and usually the
+    key, is repeated instead: a payload has many more rows than records, and a gather of
+    strings costs several times a repeat."""
+    if column.null_count == len(column):
+        return pa.nulls(len(index), column.type)
+    if not column.null_count and pc.count_distinct(column).as_py() == 1:
+        return pa.repeat(column[0], len(index))
+    return column.take(index)
 
 
 def _quarantine_value(record: dict, payload: str, err: DecodeError) -> Quarantined:

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -162,9 +163,13 @@ def _later_frame(view: memoryview, max_len: int) -> int:
     return -1
 
 
-# The compiled walk's column module (`columns`, kernels in `columns.fp`); None: the pure
-# walk (`_pure_walk`) takes every stream. Chosen once, at import (tests set it).
-COMPILED = compiled_module("wirecodecs.heka.columns")
+_COLUMNS = "wirecodecs.heka.columns"
+AT_FIRST_DECODE = "at the first decode"
+# The compiled walk's column module (`columns`, kernels in `columns.fp`); AT_FIRST_DECODE:
+# that module, imported by the first decode that takes the compiled walk rather than with
+# the registry (importing numba costs a process about 0.15 s); None: the pure walk
+# (`_pure_walk`) takes every stream. Tests set it.
+COMPILED = AT_FIRST_DECODE
 # A stream shorter than this takes the pure walk until the compiled one is loaded in the
 # process: loading it from numba's cache costs about 0.35 s of CPU (docs/heka.md §
 # "Compiled walk"), the pure walk about 0.1 s a MB. Tests set it to 0.
@@ -180,11 +185,24 @@ def _walk(
     opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    if COMPILED is None or (
-        not COMPILED.fp.messages.signatures and window.fill(PURE_BELOW) < PURE_BELOW
-    ):
+    if not _compiled_loaded() and window.fill(PURE_BELOW) < PURE_BELOW:
         return _pure_walk(window, source, acc, opts, keys)
-    return _compiled_walk(COMPILED, window, source, acc, opts, keys)
+    columns = compiled_walk()
+    if columns is None:
+        return _pure_walk(window, source, acc, opts, keys)
+    return _compiled_walk(columns, window, source, acc, opts, keys)
+
+
+def compiled_walk():
+    """The compiled walk's `columns` module, imported now if it is not yet; None when the
+    pure walk takes every stream (no numba, WIRELAKE_PURE_PYTHON, or a test's choice)."""
+    return compiled_module(_COLUMNS) if COMPILED is AT_FIRST_DECODE else COMPILED
+
+
+def _compiled_loaded() -> bool:
+    """Whether the compiled walk is imported and its code loaded in this process."""
+    columns = sys.modules.get(_COLUMNS) if COMPILED is AT_FIRST_DECODE else COMPILED
+    return columns is not None and bool(columns.fp.messages.signatures)
 
 
 def _compiled_walk(

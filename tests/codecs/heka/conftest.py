@@ -14,12 +14,9 @@ def heka_walk(request):
     """Sets the decoder's walk for the session's tests with this parameter."""
     chosen, pure_below = decoder.COMPILED, decoder.PURE_BELOW
     decoder.PURE_BELOW = 0  # small inputs too take the walk under test
-    if request.param == "compiled":
-        if chosen is None:
-            pytest.skip("numba is missing: no compiled walk")
-        walk = chosen
-    else:
-        walk = None
+    walk = decoder.compiled_walk() if request.param == "compiled" else None
+    if request.param == "compiled" and walk is None:
+        pytest.skip("numba is missing: no compiled walk")
     decoder.COMPILED = walk
     yield request.param
     decoder.COMPILED, decoder.PURE_BELOW = chosen, pure_below

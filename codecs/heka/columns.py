@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from wirecodecs.arrow_columns import binary_column, offsets_of
+from wirecodecs.arrow_columns import binary_column, offsets_of, pooled
 from wirecodecs.heka import fastpath as fp
 from wirecodecs.heka.message import DEFAULT_SEVERITY, HASH_FUNCTIONS, HMAC_STATUSES, VALUE_TYPES
 from wirecodecs.heka.schema import FIELD_TYPE, HEKA_SCHEMA
 from wirecodecs.heka.texts import VALUE_TYPE_NAMES, arrow_text_lists, arrow_texts
-from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
+from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FLUSH_BYTES
 
 _NS_PER_US = 1000
 _EVENT_NS_MIN = EVENT_TIME_MIN_MS * 1_000_000
@@ -36,9 +36,8 @@ def _names(names: tuple[str, ...]) -> pa.Array:
 
 
 def _binary(lengths: np.ndarray, data: np.ndarray) -> pa.Array:
-    """A binary column of values back to back in `data`, copied: the walk fills its text
-    arena again for the next flush."""
-    return binary_column(pa.binary(), lengths, data, copy=True)
+    """A binary column of values back to back in `data`."""
+    return binary_column(pa.binary(), lengths, data)
 
 
 def _lists(counts: np.ndarray, values: pa.Array) -> pa.Array:
@@ -52,18 +51,20 @@ def _masked(values: np.ndarray, absent: np.ndarray, type_: pa.DataType) -> pa.Ar
 class Buffers:
     """One flush's rows as the compiled walk appends them (layout: `fastpath`), grown on
     demand: memory stays bounded by the flush (`batch_rows` rows or FLUSH_BYTES of
-    frames) and the largest body."""
+    frames) and the largest body. A flush hands its buffers to the batch, whose columns
+    are views of them, and the next flush's are fresh ones of the same sizes (from Arrow's
+    pool, which reuses the pages of batches let go): only the first flush grows them."""
 
     def __init__(self, source: str, batch_rows: int) -> None:
         self.source = source
         self.batch_rows = batch_rows
         rows = min(batch_rows, _START_ROWS)
         self.buffers = (
-            np.empty((fp.ROW_ROWS, rows), np.int64),
-            np.empty((fp.ROW_TEXTS, rows), np.int64),
-            np.empty((fp.FIELD_ROWS, _START_FIELDS), np.int64),
-            np.empty((fp.ELEMENT_ROWS, _START_ELEMENTS), np.int64),
-            np.empty(fp.TEXTS * _START_BYTES, np.uint8),
+            pooled((fp.ROW_ROWS, rows), np.int64),
+            pooled((fp.ROW_TEXTS, rows), np.int64),
+            pooled((fp.FIELD_ROWS, _START_FIELDS), np.int64),
+            pooled((fp.ELEMENT_ROWS, _START_ELEMENTS), np.int64),
+            pooled(fp.TEXTS * _START_BYTES, np.uint8),
         )
         self.used = np.zeros(fp.USED, np.int64)
         self.used[fp.U_REGIONS :] = np.arange(fp.TEXTS + 1) * _START_BYTES
@@ -73,31 +74,42 @@ class Buffers:
         return int(self.used[fp.U_ROWS])
 
     def grow(self, body_bytes: int) -> None:
-        """Room for one more message of `body_bytes` (`fastpath.room`)."""
+        """Room for one more message of `body_bytes` (`fastpath.room`), and for the rest
+        of a flush that goes on as it began: each buffer at least as large as the rows so
+        far, scaled to a whole flush, would fill."""
         rows, lengths, fields, elements, arena = self.buffers
         used = self.used
         field_room, element_room, text_room = fp.room(body_bytes)
-        row_need = used[fp.U_ROWS] + 1
+        rows_used = int(used[fp.U_ROWS])
+        scale = self._flush_scale()
 
-        def wider(table: np.ndarray, need: int, most: int | None = None) -> np.ndarray:
-            if need <= table.shape[-1]:
+        def wider(table: np.ndarray, filled: int, room: int, most: int = 0) -> np.ndarray:
+            size = table.shape[-1]
+            if filled + room <= size:
                 return table
-            size = max(need, min(2 * table.shape[-1], most or need + table.shape[-1]))
-            out = np.empty((*table.shape[:-1], size), table.dtype)
+            size = max(int(filled * scale) + room, min(2 * size, most or 2 * size))
+            out = pooled((*table.shape[:-1], size), table.dtype)
             out[..., : table.shape[-1]] = table
             return out
 
-        element_need = max(used[fp.U_ELEMENTS : fp.U_TEXTS]) + element_room
         self.buffers = (
-            wider(rows, row_need, self.batch_rows),
-            wider(lengths, row_need, self.batch_rows),
-            wider(fields, used[fp.U_FIELDS] + field_room),
-            wider(elements, element_need),
-            self._wider_arena(arena, text_room),
+            wider(rows, rows_used, 1, self.batch_rows),
+            wider(lengths, rows_used, 1, self.batch_rows),
+            wider(fields, used[fp.U_FIELDS], field_room),
+            wider(elements, max(used[fp.U_ELEMENTS : fp.U_TEXTS]), element_room),
+            self._wider_arena(arena, text_room, scale),
         )
 
-    def _wider_arena(self, arena: np.ndarray, text_room: int) -> np.ndarray:
-        """The arena with `text_room` free in every column's region (those short doubled)."""
+    def _flush_scale(self) -> float:
+        """How many times the rows so far a whole flush holds, by the frames' bytes."""
+        rows, frame_bytes = self.rows, int(self.used[fp.U_FRAME_BYTES])
+        if not rows:
+            return 1.0
+        return min(self.batch_rows, rows * FLUSH_BYTES / frame_bytes) / rows
+
+    def _wider_arena(self, arena: np.ndarray, text_room: int, scale: float) -> np.ndarray:
+        """The arena with `text_room` free in every column's region, each at least as
+        large as its bytes so far `scale`d (those short at least doubled)."""
         used = self.used
         filled = used[fp.U_TEXTS : fp.U_TEXTS + fp.TEXTS]
         regions = used[fp.U_REGIONS :]
@@ -105,10 +117,12 @@ class Buffers:
         short = filled + text_room > sizes
         if not short.any():
             return arena
-        sizes = np.where(short, np.maximum(filled + text_room, 2 * sizes), sizes)
+        sizes = np.maximum(
+            np.where(short, 2 * sizes, sizes), (filled * scale).astype(np.int64) + text_room
+        )
         bounds = np.zeros(fp.TEXTS + 1, np.int64)
         np.cumsum(sizes, out=bounds[1:])
-        wider = np.empty(bounds[-1], np.uint8)
+        wider = pooled(int(bounds[-1]), np.uint8)
         for column in range(fp.TEXTS):
             at, new, size = regions[column], bounds[column], filled[column]
             wider[new : new + size] = arena[at : at + size]
@@ -121,14 +135,18 @@ class Buffers:
         return self.buffers[4][at : at + self.used[fp.U_TEXTS + column]]
 
     def flush(self) -> pa.RecordBatch:
-        """The rows so far as a batch; the buffers are then empty (their values copied)."""
+        """The rows so far as a batch over the buffers, which fresh ones then replace; a
+        batch that fills less than half of them (a stream's last) takes copies instead, so
+        that it holds no more memory than its values."""
         used = self.used
         n, nf = int(used[fp.U_ROWS]), int(used[fp.U_FIELDS])
         rows_, lengths_, fields_, elements_, _ = self.buffers
-        texts = [self._text(column) for column in range(fp.TEXTS)]
-        rows, lengths, fields = rows_[:, :n].copy(), lengths_[:, :n], fields_[:, :nf].copy()
+        small = 2 * n < rows_.shape[1]
+        taken = np.copy if small else np.asarray
+        texts = [taken(self._text(column)) for column in range(fp.TEXTS)]
+        rows, lengths, fields = taken(rows_[:, :n]), lengths_[:, :n], taken(fields_[:, :nf])
         elements = [
-            elements_[kind, : used[fp.U_ELEMENTS + kind]].copy() for kind in range(fp.ELEMENT_ROWS)
+            taken(elements_[kind, : used[fp.U_ELEMENTS + kind]]) for kind in range(fp.ELEMENT_ROWS)
         ]
         columns = {
             "source_file": pa.repeat(pa.scalar(self.source, pa.string()), n),
@@ -168,6 +186,8 @@ class Buffers:
         columns["hmac"] = _binary(lengths[fp.T_HMAC], texts[fp.T_HMAC])
         columns["body_encoding"] = _names(("protobuf", "snappy")).take(rows[fp.R_SNAPPY])
         used[: fp.U_REGIONS] = 0
+        if not small:
+            self.buffers = tuple(pooled(buffer.shape, buffer.dtype) for buffer in self.buffers)
         return pa.RecordBatch.from_arrays(
             [columns[name] for name in HEKA_SCHEMA.names], schema=HEKA_SCHEMA
         )

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from wirecodecs.arrow_columns import binary_column, offsets_of
+from wirecodecs.arrow_columns import binary_column, offsets_of, pooled
 from wirecodecs.kafka.schema import HEADER_TYPE
 
 _FAILED = -1  # a position no walk can reach: the batch needs the pure walk's error
@@ -165,15 +165,16 @@ class Columns:
 
     def __init__(self, previous: Columns | None = None) -> None:
         """Buffers as large as the `previous` flush's ended (growing copies them all), or
-        small ones for the first flush of a file."""
+        small ones for the first flush of a file; from Arrow's pool (`pooled`), which
+        gives them the pages of the flushes whose batches have been let go."""
         if previous is None:
-            self._rows = np.empty((5, 1024), np.int64)
-            self._headers = np.empty((2, 256), np.int64)
-            self._bytes = [np.empty(1 << 16, np.uint8) for _ in range(4)]
+            self._rows = pooled((5, 1024), np.int64)
+            self._headers = pooled((2, 256), np.int64)
+            self._bytes = [pooled(1 << 16, np.uint8) for _ in range(4)]
         else:
-            self._rows = np.empty_like(previous._rows)
-            self._headers = np.empty_like(previous._headers)
-            self._bytes = [np.empty_like(buffer) for buffer in previous._bytes]
+            self._rows = pooled(previous._rows.shape, np.int64)
+            self._headers = pooled(previous._headers.shape, np.int64)
+            self._bytes = [pooled(buffer.size, np.uint8) for buffer in previous._bytes]
         self._used = np.zeros(6, np.int64)
         self.rows = 0
 
@@ -248,6 +249,6 @@ def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
     size = buffer.shape[-1]
     if needed <= size:
         return buffer
-    bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
+    bigger = pooled((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
     bigger[..., :used] = buffer[..., :used]
     return bigger

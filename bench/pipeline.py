@@ -140,6 +140,10 @@ class Day:
     def mb(self) -> float:
         return sum(file["mb"] for file in self.files)
 
+    @property
+    def landed_bytes(self) -> int:
+        return sum(Path(file["path"]).stat().st_size for file in self.files)
+
 
 def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str | None) -> Day:
     """Write the day's files, the source's secrets and the `_SUCCESS` marker; the jobs get
@@ -178,8 +182,13 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
 
 
 def spark_submit(day: Day, job: str, app: str, *args: str) -> list[str]:
-    """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf."""
+    """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf,
+    with `small_day`'s conf for a job after the decode on a small day (as
+    dags/wirelake_tasks.SmallDay gives it)."""
     conf = {**day.spark.get("conf", {}), **day.spark.get("job_conf", {}).get(job, {})}
+    small = day.spark.get("small_day", {})
+    if job != "decode" and day.landed_bytes < int(small.get("below_bytes", 0)):
+        conf.update(small.get("job_conf", {}).get(job, {}))
     conf = [f"{key}={value}" for key, value in sorted(conf.items())]
     return [
         "spark-submit", "--master", MASTER, "--driver-memory", str(day.spark["driver_memory"]),

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable
 from wirelake_alerts import notifiers
-from wirelake_tasks import LandingSensor, SparkJobOperator
+from wirelake_tasks import LandingSensor, SmallDay, SparkJobOperator
 
 from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES, with_data_root
 
@@ -138,11 +138,24 @@ def validated_assets(config: dict[str, Any]) -> list[Asset]:
 
 
 def _spark_task(
-    task_id: str, job: str, args: list[str], source: str, settings: dict, outlets: list[Asset]
+    task_id: str,
+    job: str,
+    args: list[str],
+    source: str,
+    settings: dict,
+    outlets: list[Asset],
+    warehouse: str | None = None,
 ) -> Any:
+    """A spark-submit of `job`; given the `warehouse` its day was decoded into, the job
+    takes `spark.small_day`'s conf on a small day."""
     spark = settings.get("spark", {})
     conf = {**spark.get("conf", {}), **spark.get("job_conf", {}).get(Path(job).stem, {})}
+    small = spark.get("small_day", {})
+    small_conf = small.get("job_conf", {}).get(Path(job).stem)
     return SparkJobOperator(
+        small_day=SmallDay(warehouse, source, int(small["below_bytes"]), small_conf)
+        if warehouse and small_conf
+        else None,
         task_id=task_id,
         pool=SPARK_POOL,
         outlets=outlets,
@@ -239,7 +252,9 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             ]  # fmt: skip
             task_id = "validate" if len(suites) == 1 else f"validate_{entry['suite']}"
             checked = [_asset(name, entry.get("table", name), "/validated")]
-            decoded >> _spark_task(task_id, "validate.py", validate_args, name, settings, checked)
+            decoded >> _spark_task(
+                task_id, "validate.py", validate_args, name, settings, checked, paths["warehouse"]
+            )
     return dag
 
 

@@ -6,12 +6,16 @@ Imported by the DAG files, so it stays free of pyspark, wirecodecs and Great Exp
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseSensorOperator, ObjectStoragePath
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from jobs import layout
 
 # Exit codes of the jobs (jobs/cli.py, which the DAGs may not import: it loads pyspark) that
 # no retry can change; any other failure (75 = a transient error, a killed JVM) is retried.
@@ -75,10 +79,37 @@ def exit_code(error: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
+@dataclass(frozen=True)
+class SmallDay:
+    """Spark conf for a small day: a day of `source` whose decode manifest (in `warehouse`)
+    counts fewer than `below_bytes` landed bytes runs with `conf` over the task's own."""
+
+    warehouse: str
+    source: str
+    below_bytes: int
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def landed_bytes(self, ds: str) -> int | None:
+        """The day's landed bytes as its decode counted them; None before a decode."""
+        manifest = ObjectStoragePath(
+            layout.manifest_path(self.warehouse, self.source, dt.date.fromisoformat(ds))
+        )
+        if not manifest.exists():
+            return None
+        return int(json.loads(manifest.read_text())["totals"]["bytes_total"])
+
+
 class SparkJobOperator(SparkSubmitOperator):
-    """spark-submit of a wirelake job; a permanent exit code fails the task without retries."""
+    """spark-submit of a wirelake job; a permanent exit code fails the task without retries.
+    A job that runs after the decode may take a conf of its own for small days
+    (`small_day`)."""
+
+    def __init__(self, *, small_day: SmallDay | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.small_day = small_day
 
     def execute(self, context: Any) -> None:
+        self.conf = {**(self.conf or {}), **self.day_conf(context["ds"])}
         try:
             super().execute(context)
         except Exception as error:
@@ -88,3 +119,13 @@ class SparkJobOperator(SparkSubmitOperator):
                     f"exit code {code}: {PERMANENT_EXIT_CODES[code]}; not retried. {error}"
                 ) from error
             raise
+
+    def day_conf(self, ds: str) -> dict[str, str]:
+        """The conf day `ds` adds to the task's: `small_day.conf` when the day is small."""
+        if self.small_day is None:
+            return {}
+        landed = self.small_day.landed_bytes(ds)
+        if landed is None or landed >= self.small_day.below_bytes:
+            return {}
+        self.log.info("a small day (%d bytes landed): conf %s", landed, self.small_day.conf)
+        return self.small_day.conf

@@ -183,6 +183,27 @@ def test_validate_command_line(dagbag):
     assert task.conf["spark.sql.adaptive.coalescePartitions.parallelismFirst"] == "false"
 
 
+def test_only_the_validate_job_takes_a_small_day_conf(dagbag):
+    validate, decode = _rendered(dagbag, "validate"), _rendered(dagbag, "decode")
+    assert decode.small_day is None  # the decode runs before its day's size is counted
+    assert validate.small_day.warehouse == "/lake/warehouse"
+    assert validate.small_day.below_bytes > 0
+    assert validate.small_day.conf == {
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    }
+
+
+@pytest.mark.parametrize(("landed", "added"), [(None, {}), (999, {"k": "small"}), (1000, {})])
+def test_a_day_below_the_size_takes_the_small_day_conf(tmp_path, landed, added):
+    small = wirelake_tasks.SmallDay(str(tmp_path), "kafka", 1000, {"k": "small"})
+    task = wirelake_tasks.SparkJobOperator(task_id="validate", application="x.py", small_day=small)
+    if landed is not None:  # None: the day has no decode manifest
+        manifest = tmp_path / "_manifests" / "kafka" / "dt=2026-11-20" / "manifest.json"
+        manifest.parent.mkdir(parents=True)
+        manifest.write_text(json.dumps({"totals": {"bytes_total": landed}}))
+    assert task.day_conf("2026-11-20") == added
+
+
 def test_cluster_master_comes_from_the_connection_only(dagbag):
     """No task names a master of its own, so spark-submit's is the Spark connection's
     (local[2] or a cluster's spark://host:port)."""

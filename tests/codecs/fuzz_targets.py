@@ -210,7 +210,7 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
 WALK_SETTINGS = {
     "kafka": [(kafka_decoder, "COMPILED_COLUMNS", None, kafka_fastpath.Columns)],
     "heka": [
-        (heka_decoder, "COMPILED", None, heka_decoder.COMPILED),
+        (heka_decoder, "COMPILED", None, heka_decoder.compiled_walk()),
         (heka_decoder, "PURE_BELOW", 0, 0),
     ],
     "cernan": [(cernan_decoder, "COMPILED", False, True)],

@@ -185,10 +185,11 @@ _LZ4_PLAIN_HEADERS = {
 
 def _lz4_blocks(data, max_bytes: int) -> bytes | None:
     """A frame with one of `_LZ4_PLAIN_HEADERS` decompressed block by block with
-    liblz4's safe block decoder, each block bounded by the frame's block size; None for
+    liblz4's safe block decoder, each block bounded by the frame's block size and by what
+    is left of `max_bytes` (one byte more, so that crossing it is seen); None for
     any other frame, or anything liblz4's frame decoder might reject or `max_bytes` not
-    hold, which `_lz4` then decompresses again to report it. Per batch this costs a
-    fifth of a fresh `LZ4FrameDecompressor` and its output steps."""
+    hold, which `_lz4` then decompresses again to report it. A 16 KB batch takes
+    under half the time of a fresh `LZ4FrameDecompressor` and its output steps."""
     block_max = _LZ4_PLAIN_HEADERS.get(bytes(data[4:7]), 0) if data[:4] == _LZ4_MAGIC else 0
     if not block_max:
         return None
@@ -200,7 +201,7 @@ def _lz4_blocks(data, max_bytes: int) -> bytes | None:
         (word,) = _LZ4_BLOCK_SIZE.unpack_from(data, pos)
         pos += 4
         if not word:  # the end mark
-            return b"".join(out) if size <= max_bytes else None
+            return b"".join(out)
         length = word & ~_LZ4_STORED
         if not 0 < length <= block_max or length > end - pos:
             return None
@@ -209,8 +210,9 @@ def _lz4_blocks(data, max_bytes: int) -> bytes | None:
         if word & _LZ4_STORED:
             out.append(bytes(block))
         else:
+            bound = min(block_max, max_bytes - size + 1)
             try:
-                out.append(lz4.block.decompress(block, uncompressed_size=block_max))
+                out.append(lz4.block.decompress(block, uncompressed_size=bound))
             except lz4.block.LZ4BlockError:
                 return None
         size += len(out[-1])

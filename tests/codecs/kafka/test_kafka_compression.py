@@ -4,6 +4,7 @@ its frame decoder: whatever the bytes, both must give the same output, or both f
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import lz4.frame
 import pytest
@@ -77,4 +78,18 @@ def test_the_bound_holds_for_java_frames():
     assert ours(frame, 200_000) == frame_decoder(frame)
     with pytest.raises(DecodeError) as failed:
         decompress("lz4", frame, 199_999)
+    assert failed.value.kind == "decompressed_too_large"
+
+
+def test_a_block_is_bounded_by_what_is_left_of_the_bound():
+    """A 4 MiB block size does not make a call allocate 4 MiB under a smaller bound."""
+    frame = java_frame(bytes(MIB), lz4.frame.BLOCKSIZE_MAX4MB)
+    assert ours(frame) == bytes(MIB)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError) as failed:
+            decompress("lz4", frame, 64 << 10)
+        assert tracemalloc.get_traced_memory()[1] < 512 << 10
+    finally:
+        tracemalloc.stop()
     assert failed.value.kind == "decompressed_too_large"

@@ -51,6 +51,7 @@ import yaml
 
 from jobs import layout
 from jobs.decode_settings import with_data_root
+from jobs.spark_conf import SmallDayConf, job_conf
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.options import resolve
 from wirecodecs.registry import TableRows, WireFormat, get
@@ -182,13 +183,11 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
 
 
 def spark_submit(day: Day, job: str, app: str, *args: str) -> list[str]:
-    """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf,
-    with `small_day`'s conf for a job after the decode on a small day (as
-    dags/wirelake_tasks.SmallDay gives it)."""
-    conf = {**day.spark.get("conf", {}), **day.spark.get("job_conf", {}).get(job, {})}
-    small = day.spark.get("small_day", {})
-    if job != "decode" and day.landed_bytes < int(small.get("below_bytes", 0)):
-        conf.update(small.get("job_conf", {}).get(job, {}))
+    """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf
+    (jobs/spark_conf.py), a small day's included."""
+    conf = job_conf(day.spark, job)
+    if small := SmallDayConf.of(day.spark, job):
+        conf.update(small.for_day(day.landed_bytes))
     conf = [f"{key}={value}" for key, value in sorted(conf.items())]
     return [
         "spark-submit", "--master", MASTER, "--driver-memory", str(day.spark["driver_memory"]),

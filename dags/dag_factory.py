@@ -19,6 +19,7 @@ from wirelake_alerts import notifiers
 from wirelake_tasks import LandingSensor, SmallDay, SparkJobOperator
 
 from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES, with_data_root
+from jobs.spark_conf import SmallDayConf, job_conf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOBS_DIR = PROJECT_ROOT / "jobs"
@@ -144,18 +145,14 @@ def _spark_task(
     source: str,
     settings: dict,
     outlets: list[Asset],
-    warehouse: str | None = None,
+    warehouse: str,
 ) -> Any:
-    """A spark-submit of `job`; given the `warehouse` its day was decoded into, the job
-    takes `spark.small_day`'s conf on a small day."""
+    """A spark-submit of `job`, with `spark.small_day`'s conf on a small day (read from the
+    day's decode manifest in `warehouse`) where the job has one."""
     spark = settings.get("spark", {})
-    conf = {**spark.get("conf", {}), **spark.get("job_conf", {}).get(Path(job).stem, {})}
-    small = spark.get("small_day", {})
-    small_conf = small.get("job_conf", {}).get(Path(job).stem)
+    small_conf = SmallDayConf.of(spark, Path(job).stem)
     return SparkJobOperator(
-        small_day=SmallDay(warehouse, source, int(small["below_bytes"]), small_conf)
-        if warehouse and small_conf
-        else None,
+        small_day=SmallDay(warehouse, source, small_conf) if small_conf else None,
         task_id=task_id,
         pool=SPARK_POOL,
         outlets=outlets,
@@ -163,7 +160,7 @@ def _spark_task(
         application_args=args,
         conn_id=settings.get("spark_conn_id", "spark_default"),
         name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
-        conf=conf,
+        conf=job_conf(spark, Path(job).stem),
         driver_memory=spark.get("driver_memory"),
         executor_memory=spark.get("executor_memory"),
         py_files=spark.get("py_files"),
@@ -240,7 +237,9 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         ]  # fmt: skip
         tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))
         outlets = [_asset(name, table) for table in tables]
-        decoded = wait >> _spark_task("decode", "decode.py", decode_args, name, settings, outlets)
+        decoded = wait >> _spark_task(
+            "decode", "decode.py", decode_args, name, settings, outlets, paths["warehouse"]
+        )
         for entry in validations(source):
             validate_args = [
                 "--source", name,

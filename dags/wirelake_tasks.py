@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -16,6 +16,7 @@ from airflow.sdk import BaseSensorOperator, ObjectStoragePath
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import layout
+from jobs.spark_conf import SmallDayConf
 
 # Exit codes of the jobs (jobs/cli.py, which the DAGs may not import: it loads pyspark) that
 # no retry can change; any other failure (75 = a transient error, a killed JVM) is retried.
@@ -81,13 +82,12 @@ def exit_code(error: BaseException) -> int | None:
 
 @dataclass(frozen=True)
 class SmallDay:
-    """Spark conf for a small day: a day of `source` whose decode manifest (in `warehouse`)
-    counts fewer than `below_bytes` landed bytes runs with `conf` over the task's own."""
+    """Where a job after the decode finds its day's size: the decode manifest of `source`
+    in `warehouse`; with `conf`, what a small day adds to the job's Spark conf."""
 
     warehouse: str
     source: str
-    below_bytes: int
-    conf: dict[str, str] = field(default_factory=dict)
+    conf: SmallDayConf
 
     def landed_bytes(self, ds: str) -> int | None:
         """The day's landed bytes as its decode counted them; None before a decode."""
@@ -125,7 +125,7 @@ class SparkJobOperator(SparkSubmitOperator):
         if self.small_day is None:
             return {}
         landed = self.small_day.landed_bytes(ds)
-        if landed is None or landed >= self.small_day.below_bytes:
-            return {}
-        self.log.info("a small day (%d bytes landed): conf %s", landed, self.small_day.conf)
-        return self.small_day.conf
+        added = self.small_day.conf.for_day(landed)
+        if added:
+            self.log.info("a small day (%d bytes landed): conf %s", landed, added)
+        return added

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from airflow.dag_processing.dagbag import DagBag
 
+from jobs.spark_conf import SmallDayConf
+
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
 sys.path.insert(0, str(DAGS))
@@ -187,15 +189,15 @@ def test_only_the_validate_job_takes_a_small_day_conf(dagbag):
     validate, decode = _rendered(dagbag, "validate"), _rendered(dagbag, "decode")
     assert decode.small_day is None  # the decode runs before its day's size is counted
     assert validate.small_day.warehouse == "/lake/warehouse"
-    assert validate.small_day.below_bytes > 0
-    assert validate.small_day.conf == {
+    assert validate.small_day.conf.below_bytes > 0
+    assert validate.small_day.conf.conf == {
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     }
 
 
 @pytest.mark.parametrize(("landed", "added"), [(None, {}), (999, {"k": "small"}), (1000, {})])
 def test_a_day_below_the_size_takes_the_small_day_conf(tmp_path, landed, added):
-    small = wirelake_tasks.SmallDay(str(tmp_path), "kafka", 1000, {"k": "small"})
+    small = wirelake_tasks.SmallDay(str(tmp_path), "kafka", SmallDayConf(1000, {"k": "small"}))
     task = wirelake_tasks.SparkJobOperator(task_id="validate", application="x.py", small_day=small)
     if landed is not None:  # None: the day has no decode manifest
         manifest = tmp_path / "_manifests" / "kafka" / "dt=2026-11-20" / "manifest.json"
@@ -336,3 +338,11 @@ def test_report_runs_after_every_validated_table_or_daily(dagbag):
     }
     assert uris == checked
     assert report.timetable.timetable.expression == "0 6 * * *"
+
+
+def test_the_decode_job_never_takes_a_small_day_conf():
+    """Its day is not counted until it has run, whatever small_day lists."""
+    spark = {"small_day": {"below_bytes": 10, "job_conf": {"decode": {"k": "v"}, "x": {}}}}
+    assert SmallDayConf.of(spark, "decode") is None
+    assert SmallDayConf.of(spark, "x") is None  # an empty conf adds nothing
+    assert SmallDayConf.of({}, "validate") is None

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.extending import intrinsic
+
+from wirecodecs.kernels import unowned
 
 RS, US = 0x1E, 0x1F
 NONE = -(1 << 63)  # an absent int32/uint32 scalar (no such value fits those types)
@@ -117,29 +118,6 @@ _STRING_MEMBERS = np.array(
 )
 _HAS_TIMESTAMP, _STRICT = 1, 2  # a reading's flags (lua_sandbox's checks passed: _STRICT)
 _HEADER_ROOM = 256  # a frame's header strings (hmac_signer, hmac) take less
-
-
-@intrinsic
-def _unowned(typingctx, array):
-    """`array` seen without its owner: the same data, shape and strides, no reference
-    count. Numba counts references to an array with atomic operations each time an
-    inlined reader takes it (a third of the walk's time, the stream's bytes taken per
-    token); only arrays that the caller holds for the whole call may be seen so."""
-
-    def codegen(context, builder, signature, args):
-        owned = context.make_array(signature.args[0])(context, builder, args[0])
-        view = context.make_array(signature.return_type)(context, builder)
-        context.populate_array(
-            view,
-            data=owned.data,
-            shape=owned.shape,
-            strides=owned.strides,
-            itemsize=owned.itemsize,
-            meminfo=None,
-        )
-        return view._getvalue()
-
-    return array(array), codegen
 
 
 @njit(cache=True, nogil=True)
@@ -252,7 +230,7 @@ def frames(data, max_len, table, after_garbage):
     or a frame candidate needs bytes past it. Returns (where it stopped, bytes that candidate
     needs from there or 0, frames listed, bytes skipped, whether bytes were skipped since
     the last frame)."""
-    data, table = _unowned(data), _unowned(table)
+    data, table = unowned(data), unowned(table)
     n = data.size
     pos = count = skipped = 0
     while pos < n and count < table.shape[1]:
@@ -492,13 +470,13 @@ def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffe
     `_body_message` makes it. Returns (the frame it stopped at, why, bytes): why is DONE,
     FULL (after a row that filled the batch), GROW (the buffers lack `room(bytes)` for this
     frame) or BAD (no reading gives a row: the decoder asks the pure reader why)."""
-    data, spare, table, used = _unowned(data), _unowned(spare), _unowned(table), _unowned(used)
+    data, spare, table, used = unowned(data), unowned(spare), unowned(table), unowned(used)
     buffers = (
-        _unowned(buffers[0]),
-        _unowned(buffers[1]),
-        _unowned(buffers[2]),
-        _unowned(buffers[3]),
-        _unowned(buffers[4]),
+        unowned(buffers[0]),
+        unowned(buffers[1]),
+        unowned(buffers[2]),
+        unowned(buffers[3]),
+        unowned(buffers[4]),
     )
     rows, lengths, _, _, arena = buffers
     starts = np.empty(6, np.int64)

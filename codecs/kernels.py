@@ -1,11 +1,14 @@
-"""Small numba kernels that more than one format's compiled walk calls. Imported only by
-those walks (importing numba costs a process about half a second: `wirecodecs.compiled`)."""
+"""Small numba kernels that more than one format's compiled walk calls, and the growth of
+the buffers those walks fill. Imported only by those walks (importing numba costs a
+process about half a second: `wirecodecs.compiled`)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 from numba.extending import intrinsic
+
+from wirecodecs.arrow_columns import pooled
 
 
 @njit(cache=True, nogil=True)
@@ -16,6 +19,19 @@ def big_endian(data, pos, size):
     for i in range(size):
         value = (value << 8) | np.int64(data[pos + i])
     return value
+
+
+@njit(cache=True, nogil=True)
+def copy(out, at, src, pos, size):
+    """`out[at:at + size] = src[pos:pos + size]` byte by byte, forwards (so a copy from
+    fewer than `size` bytes back in the same array repeats its pattern, as snappy's copies
+    need). A loop over unsigned indices, not a slice assignment: no negative-index check
+    and no array views (each one's reference counted atomically); LLVM vectorises it, with
+    a run-time check that the ranges do not overlap."""
+    to = np.uintp(at)
+    start = np.uintp(pos)
+    for i in range(np.uintp(size)):
+        out[to + i] = src[start + i]
 
 
 @intrinsic
@@ -40,3 +56,18 @@ def unowned(typingctx, array):
         return view._getvalue()
 
     return array(array), codegen
+
+
+def enlarged(buffer: np.ndarray, used: int, needed: int, axis: int = -1) -> np.ndarray:
+    """`buffer` if its `axis` holds `needed` items, else a copy of its first `used` items
+    along `axis` in one from Arrow's pool (`pooled`) at least twice as large."""
+    size = buffer.shape[axis]
+    if needed <= size:
+        return buffer
+    shape = list(buffer.shape)
+    shape[axis] = max(2 * size, needed)
+    bigger = pooled(tuple(shape), buffer.dtype)
+    kept = [slice(None)] * buffer.ndim
+    kept[axis] = slice(used)
+    bigger[tuple(kept)] = buffer[tuple(kept)]
+    return bigger

@@ -22,6 +22,7 @@ from numba import njit
 
 from wirecodecs.arrow_columns import binary_column, offsets_of, pooled
 from wirecodecs.kafka.schema import HEADER_TYPE
+from wirecodecs.kernels import copy, enlarged, unowned
 
 _FAILED = -1  # a position no walk can reach: the batch needs the pure walk's error
 _GROW = -2  # a buffer may be too small for the section: grow them and walk it again
@@ -64,16 +65,8 @@ def _field(data, pos, out, at):
     size = np.int64((bits & _INT_BITS) >> _ONE)
     if size > data.size - pos:
         return -1, _FAILED
-    _copy(data[pos : pos + size], out[at : at + size])
+    copy(out, at, data, pos, size)
     return size, pos + size
-
-
-@njit(cache=True, nogil=True)
-def _copy(source, target):
-    """`target[:] = source` as a loop LLVM turns into a memcpy (numba's slice assignment
-    copies byte by byte: 4x slower on 1 KB values)."""
-    for i in range(source.size):
-        target[i] = source[i]
 
 
 @njit(cache=True, nogil=True)
@@ -84,6 +77,9 @@ def _walk(data, count, rows, headers, keys, values, header_keys, header_values, 
     per header (key size, value size) in `headers`, sizes -1 for null. Returns 0 and
     advances `used`; `_FAILED` for a section that is not `count` clean records; `_GROW`
     or `_MORE_HEADERS` when a buffer may be too small (nothing appended either way)."""
+    data, rows, headers, used = unowned(data), unowned(rows), unowned(headers), unowned(used)
+    keys, values = unowned(keys), unowned(values)
+    header_keys, header_values = unowned(header_keys), unowned(header_values)
     n = data.size
     row = used[0]
     at = used[1:6].copy()  # next free byte per buffer, then next header pair
@@ -203,11 +199,11 @@ class Columns:
         (earlier views stay valid)."""
         used = self._used.tolist()
         if headers:
-            self._headers = _enlarged(self._headers, used[5], self._headers.shape[1] + 1)
+            self._headers = enlarged(self._headers, used[5], self._headers.shape[1] + 1)
             return
-        self._rows = _enlarged(self._rows, used[0], used[0] + count)
+        self._rows = enlarged(self._rows, used[0], used[0] + count)
         self._bytes = [
-            _enlarged(buffer, at, at + section_bytes)
+            enlarged(buffer, at, at + section_bytes)
             for buffer, at in zip(self._bytes, used[1:5], strict=True)
         ]
 
@@ -241,14 +237,3 @@ class Columns:
                 children=[header_pairs],
             ),
         )
-
-
-def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
-    """`buffer` (its last axis) if it holds `needed`, else a copy of its first `used`
-    items in one at least twice as large."""
-    size = buffer.shape[-1]
-    if needed <= size:
-        return buffer
-    bigger = pooled((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
-    bigger[..., :used] = buffer[..., :used]
-    return bigger

@@ -49,7 +49,7 @@ from wirecodecs.hercules.event import (
     WIDTH,
 )
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
-from wirecodecs.kernels import big_endian
+from wirecodecs.kernels import big_endian, copy, enlarged, unowned
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 _FAILED = -1  # the event does not read, or needs the pure reader: it says what to do
@@ -73,7 +73,6 @@ U_EVENTS, U_TAGS, U_FLOATS, U_KEYS = range(7, 11)
  F_ANY) = range(10)  # fmt: skip
 _HEADER = 27  # version, timestamp, uuid, tag count
 _PATH_BYTES = 1 << 12  # a longer path is left to the pure reader
-_SHORT_COPY = 64  # `_copy` copies at most this many items one by one
 _VALUE_BYTES_PER_TAG = 16  # wire bytes per tag entry in log events (`samples.log_event`)
 _MIN_SIZE = np.full(256, -1, np.int64)
 for _code, _size in MIN_SIZE.items():
@@ -140,24 +139,13 @@ def _utf8(data, pos, end):
     return chars
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _copy(src, at, n, out, to):
-    """`src[at : at + n]` to `out[to:]`: item by item when short, since a slice is a new
-    array view, and counting its references (atomically) costs more than a short copy."""
-    if n > _SHORT_COPY:
-        out[to : to + n] = src[at : at + n]
-        return
-    for i in range(n):
-        out[to + i] = src[at + i]
-
-
 @njit(cache=True, nogil=True)
 def _put(out, at, literal):
     """`literal` at `out[at:]`: the next position, or -1 when `out` is too small."""
     n = literal.size
     if at < 0 or at + n > out.size:
         return -1
-    _copy(literal, 0, n, out, at)
+    copy(out, at, literal, 0, n)
     return at + n
 
 
@@ -187,7 +175,7 @@ def _json_text(data, pos, end, out, at):
             out[at + 1] = _ESCAPES[b]
             at += 2
         else:
-            _copy(_U00, 0, 4, out, at)
+            copy(out, at, _U00, 0, 4)
             out[at + 4] = _HEX[b >> 4]
             out[at + 5] = _HEX[b & 15]
             at += 6
@@ -343,7 +331,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             kt += 1
             if at_key + pos - kpos > key_b.size:
                 return _GROW - B_KEY
-            _copy(data, kpos, pos - kpos, key_b, at_key)
+            copy(key_b, at_key, data, kpos, pos - kpos)
             at_key += pos - kpos
             tags[T_KEY, t], tags[T_INDEX, t] = pos - kpos, -1
             at_json = _json_text(data, kpos, pos, json_b, at_json)
@@ -369,7 +357,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
         chars += pchars  # of this entry's path, pathbuf[:q]
         if at_path + q > path_b.size:
             return _GROW - B_PATH
-        _copy(pathbuf, 0, q, path_b, at_path)
+        copy(path_b, at_path, pathbuf, 0, q)
         at_path += q
         tags[T_PATH, t], tags[T_PARENT, t], tags[T_TYPE, t] = q, frames[F_PARENT, f], code
         tags[T_ELEMENT, t], tags[T_COUNT, t] = 0, 0
@@ -388,7 +376,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 return _FAILED
             if at_str + size > str_b.size:
                 return _GROW - B_STRING
-            _copy(data, at, size, str_b, at_str)
+            copy(str_b, at_str, data, at, size)
             at_str += size
             tags[T_STRING, me] = size
             at_json = _json_text(data, at, pos, json_b, at_json)
@@ -441,7 +429,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
             _uuid_text(data, pos, str_b, at_str)
             at_json = _put_byte(json_b, at_json, 34)
             if at_json >= 0 and at_json + 37 <= json_b.size:
-                _copy(str_b, at_str, 36, json_b, at_json)
+                copy(json_b, at_json, str_b, at_str, 36)
                 at_json = _put_byte(json_b, at_json + 36, 34)
             else:
                 at_json = -1
@@ -492,7 +480,7 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
                 if at_json < 0 or at_json + 5 * size + 24 > json_b.size:  # _json_int: 20
                     return _GROW - B_JSON
                 if element == BYTE:
-                    _copy(data, pos, size, bytes_b, at_bytes)
+                    copy(bytes_b, at_bytes, data, pos, size)
                     at_bytes += size
                     tags[T_BYTES, me] = size
                 for i in range(size):
@@ -535,6 +523,22 @@ def _event(data, start, end, exact, max_event, max_depth, cols, scratch):
     return pos
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _unowned_all(cols, scratch):
+    """`cols` and `scratch` with every array seen without its owner (`kernels.unowned`:
+    no atomic reference counting as `_event` unpacks them, once per event); the callers'
+    caller, `Columns`, holds them for the whole call."""
+    used, events, tags, values, floats, float_at, bufs = cols
+    frames, pathbuf, keys, slots, stamps, bits64, double, bits32, single = scratch
+    return (
+        (unowned(used), unowned(events), unowned(tags), unowned(values), unowned(floats),
+         unowned(float_at), (unowned(bufs[0]), unowned(bufs[1]), unowned(bufs[2]),
+         unowned(bufs[3]), unowned(bufs[4]), unowned(bufs[5]), unowned(bufs[6]))),
+        (unowned(frames), unowned(pathbuf), unowned(keys), unowned(slots), unowned(stamps),
+         unowned(bits64), unowned(double), unowned(bits32), unowned(single)),
+    )  # fmt: skip
+
+
 @njit(cache=True, nogil=True)
 def _walk_file(data, pos, end, ahead, max_events, max_rows, max_tags, max_event, max_depth,
                cols, scratch):  # fmt: skip
@@ -543,6 +547,8 @@ def _walk_file(data, pos, end, ahead, max_events, max_rows, max_tags, max_event,
     until `max_rows` rows or `max_tags` entries are held: (outcome, position). Outcomes:
     `STOPPED` (too few bytes ahead), `FULL`, `COUNTED`, or the event at the position's
     `_FAILED` or `_GROW - k`."""
+    data = unowned(data)
+    cols, scratch = _unowned_all(cols, scratch)
     used = cols[0]
     for _ in range(max_events):
         if end - pos < ahead or pos >= end:
@@ -560,6 +566,8 @@ def _walk_file(data, pos, end, ahead, max_events, max_rows, max_tags, max_event,
 def _walk_values(data, offsets, first, max_event, max_depth, cols, scratch):
     """Values `first`... as one event each (offset: the value's index): (outcome, the
     value where the walk stopped). Outcomes: 0 (all done), `_FAILED`, `_GROW - k`."""
+    data, offsets = unowned(data), unowned(offsets)
+    cols, scratch = _unowned_all(cols, scratch)
     events = cols[1]
     used = cols[0]
     for i in range(first, offsets.size - 1):
@@ -612,23 +620,23 @@ def _float_repr(text, start, stop, digits, out, at):
             for i in range(at + 2, at + 2 - point):
                 out[i] = 48
             at += 2 - point
-            _copy(digits, lead, n, out, at)
+            copy(out, at, digits, lead, n)
             return at + n
         if point >= n:  # DIGITS000.0
-            _copy(digits, lead, n, out, at)
+            copy(out, at, digits, lead, n)
             for i in range(at + n, at + point):
                 out[i] = 48
             out[at + point], out[at + point + 1] = 46, 48
             return at + point + 2
-        _copy(digits, lead, point, out, at)
+        copy(out, at, digits, lead, point)
         out[at + point] = 46
-        _copy(digits, lead + point, n - point, out, at + point + 1)
+        copy(out, at + point + 1, digits, lead + point, n - point)
         return at + n + 1
     out[at] = digits[lead]
     at += 1
     if n > 1:
         out[at] = 46
-        _copy(digits, lead + 1, n - 1, out, at + 1)
+        copy(out, at + 1, digits, lead + 1, n - 1)
         at += n
     out[at] = 101
     out[at + 1] = 45 if point - 1 < 0 else 43
@@ -651,11 +659,11 @@ def _splice(json, sizes, float_at, offsets, text, out, new_sizes):
         end += sizes[e]
         while k < float_at.size and float_at[k] < end:
             n = float_at[k] - src
-            _copy(json, src, n, out, dst)
+            copy(out, dst, json, src, n)
             src = float_at[k]
             dst = _float_repr(text, offsets[k], offsets[k + 1], digits, out, dst + n)
             k += 1
-        _copy(json, src, end - src, out, dst)
+        copy(out, dst, json, src, end - src)
         dst += end - src
         src = end
         new_sizes[e] = dst - first
@@ -765,16 +773,17 @@ class Columns:
         used = self.used
         if which < U_EVENTS:
             bufs = list(self.bufs)
-            bufs[which] = _enlarged(bufs[which], used[which], used[which] + event_bytes)
+            needed = max(used[which] + event_bytes, bufs[which].size + 1)
+            bufs[which] = enlarged(bufs[which], used[which], needed)
             self.bufs = tuple(bufs)
         elif which == U_EVENTS:
-            self.events = _enlarged(self.events, used[U_EVENTS], used[U_EVENTS] + 1)
+            self.events = enlarged(self.events, used[U_EVENTS], self.events.shape[1] + 1)
         elif which == U_TAGS:
-            self.tags = _enlarged(self.tags, used[U_TAGS], used[U_TAGS] + 1)
-            self.values = _enlarged(self.values, used[U_TAGS], self.tags.shape[1])
-            self.floats = _enlarged(self.floats, used[U_TAGS], self.tags.shape[1])
+            self.tags = enlarged(self.tags, used[U_TAGS], self.tags.shape[1] + 1)
+            self.values = enlarged(self.values, used[U_TAGS], self.tags.shape[1])
+            self.floats = enlarged(self.floats, used[U_TAGS], self.tags.shape[1])
         elif which == U_FLOATS:
-            self.float_at = _enlarged(self.float_at, used[U_FLOATS], used[U_FLOATS] + 1)
+            self.float_at = enlarged(self.float_at, used[U_FLOATS], self.float_at.shape[1] + 1)
         else:
             self.scratch = (*self.scratch[:2], *_key_stack(2 * self.keys.shape[1]),
                             *self.scratch[5:])  # fmt: skip
@@ -914,12 +923,3 @@ def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     else:
         data, type_ = values, pa.from_numpy_dtype(values.dtype)
     return pa.Array.from_buffers(type_, values.size, [bitmap, pa.py_buffer(data)], nulls)
-
-
-def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
-    """A copy of `buffer`'s first `used` items (its last axis) in one at least twice as
-    large and holding `needed`."""
-    size = buffer.shape[-1]
-    bigger = np.empty((*buffer.shape[:-1], max(2 * size, needed)), buffer.dtype)
-    bigger[..., :used] = buffer[..., :used]
-    return bigger

@@ -48,7 +48,7 @@ from wirecodecs.inlong.bounds import (
     Walked,
 )
 from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
-from wirecodecs.kernels import big_endian
+from wirecodecs.kernels import big_endian, copy, enlarged
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 MAX_ENTRIES = 64  # attribute entries per block the compiled split takes (duplicate search is n^2)
@@ -114,22 +114,12 @@ def _store8(typingctx, array, index, value):
 
 
 @njit(cache=True, nogil=True)
-def _copy(out, at, src, pos, size):
-    """`out[at:at + size] = src[pos:pos + size]` byte by byte, forwards (unsigned
-    indices: no negative-index check; loops beat slices on snappy's short runs)."""
-    to = np.uintp(at)
-    start = np.uintp(pos)
-    for i in range(np.uintp(size)):
-        out[to + i] = src[start + i]
-
-
-@njit(cache=True, nogil=True)
 def _copy_wide(out, at, src, pos, size):
-    """`_copy` 8 bytes at a time, when the steps stay inside both arrays and, within one
-    array, read only bytes written before (`at - pos` >= 8): up to 7 bytes past the copy
-    are overwritten, which snappy's next copies rewrite."""
+    """`kernels.copy` 8 bytes at a time, when the steps stay inside both arrays and, within
+    one array, read only bytes written before (`at - pos` >= 8): up to 7 bytes past the
+    copy are overwritten, which snappy's next copies rewrite."""
     if pos + size + 8 > src.size or at + size + 8 > out.size:
-        _copy(out, at, src, pos, size)
+        copy(out, at, src, pos, size)
         return
     to = np.uintp(at)
     start = np.uintp(pos)
@@ -187,7 +177,7 @@ def snappy(src, start, end, out, max_out):
                 if offset >= 8:
                     _copy16(out, op, out, op - offset)
                 else:  # overlapping: byte by byte repeats the last `offset` bytes
-                    _copy(out, op, out, op - offset, size)
+                    copy(out, op, out, op - offset, size)
                 op += size
                 continue
             if tag & 3 == 0 and tag < 64:  # literal of 1-16 bytes
@@ -237,7 +227,7 @@ def snappy(src, start, end, out, max_out):
         if offset == 0 or offset > op or size > declared - op:
             return -1
         if offset < 8:  # overlapping: byte by byte repeats the last `offset` bytes
-            _copy(out, op, out, op - offset, size)
+            copy(out, op, out, op - offset, size)
         else:
             _copy_wide(out, op, out, op - offset, size)
         op += size
@@ -325,7 +315,7 @@ def _set(text, at, entries, count, key, value):
     digits = 1
     while value >= 10**digits and digits < 19:
         digits += 1
-    _copy(text, at, key, 0, key.size)
+    copy(text, at, key, 0, key.size)
     for i in range(digits):
         text[at + key.size + digits - 1 - i] = 48 + (value // 10**i) % 10
     e = _find(text, entries, count, key)
@@ -415,13 +405,13 @@ def _block_row(text, size, v4, table, entries_out, keys, values, used, scratch):
     if value_bytes > values.size:
         return _need(used, B_VALUES, value_bytes)
     attr_at = used[B_ATTR]
-    _copy(keys[0], attr_at, text, 0, size)
+    copy(keys[0], attr_at, text, 0, size)
     key_at = used[B_KEYS]
     value_at = used[B_VALUES]
     for e in range(count):
         k0, k, v0, v = scratch[0, e], scratch[1, e], scratch[2, e], scratch[3, e]
-        _copy(keys[1], key_at, text, k0, k)
-        _copy(values, value_at, text, v0, v)
+        copy(keys[1], key_at, text, k0, k)
+        copy(values, value_at, text, v0, v)
         entries_out[entry + e, 0] = k
         entries_out[entry + e, 1] = v
         key_at += k
@@ -498,7 +488,7 @@ def _block(buf, at, size, attr_at, attr_len, v4, header, block, block_count, com
     (items, data bytes of its chunk), items -1 for the pure walk (an error, or more than
     one chunk), -2 to grow a buffer."""
     if attr_len > 0:
-        _copy(text, 0, buf, attr_at, attr_len)
+        copy(text, 0, buf, attr_at, attr_len)
         for i in range(attr_len):
             if text[i] >= 0x80:  # modified UTF-8 / UTF-8 beyond ASCII: the pure walk
                 return -1, 0
@@ -740,19 +730,19 @@ class Columns:
     def _grow(self, which: int, need: int) -> None:
         used = self._used
         if which == B_ROWS:
-            self._sizes = _enlarged(self._sizes, used[B_ROWS], need)
+            self._sizes = enlarged(self._sizes, used[B_ROWS], need, axis=0)
         elif which == B_BODY:
-            self._body = _enlarged(self._body, used[B_BODY], need)
+            self._body = enlarged(self._body, used[B_BODY], need, axis=0)
         elif which == B_TABLE:
-            self._table = _enlarged(self._table, used[B_TABLE], need)
+            self._table = enlarged(self._table, used[B_TABLE], need, axis=0)
         elif which == B_ENTRIES:
-            self._entries = _enlarged(self._entries, used[B_ENTRIES], need)
+            self._entries = enlarged(self._entries, used[B_ENTRIES], need, axis=0)
         elif which == B_ATTR:
-            self._keys = (_enlarged(self._keys[0], used[B_ATTR], need), self._keys[1])
+            self._keys = (enlarged(self._keys[0], used[B_ATTR], need, axis=0), self._keys[1])
         elif which == B_KEYS:
-            self._keys = (self._keys[0], _enlarged(self._keys[1], used[B_KEYS], need))
+            self._keys = (self._keys[0], enlarged(self._keys[1], used[B_KEYS], need, axis=0))
         elif which == B_VALUES:
-            self._values = _enlarged(self._values, used[B_VALUES], need)
+            self._values = enlarged(self._values, used[B_VALUES], need, axis=0)
         else:
             self._snappy = np.empty(max(2 * self._snappy.size, need), np.uint8)
 
@@ -827,17 +817,6 @@ class Columns:
         )
 
 
-@njit(cache=True, nogil=True)
-def _move(out, at, src, pos, size):
-    """`out[at:at + size] = src[pos:pos + size]` for ranges that do not overlap, as an
-    indexed loop over two slices (which compiles to a memcpy; the slice assignment does
-    not)."""
-    to = out[at : at + size]
-    source = src[pos : pos + size]
-    for i in range(size):
-        to[i] = source[i]
-
-
 def _repeated(
     firsts: np.ndarray, stops: np.ndarray, repeats: np.ndarray, offsets: np.ndarray, data
 ) -> pa.Array:
@@ -866,32 +845,21 @@ def _repeat_runs(firsts, stops, repeats, offsets, data, out_offsets, out):
             continue
         base = offsets[first]
         length = offsets[first + count] - base
-        _move(out, at, data, base, length)
+        copy(out, at, data, base, length)
         for k in range(count):
             out_offsets[v + 1 + k] = offsets[first + 1 + k] - base + at
         done = 1  # copies of the run written
         while done < repeat:
             more = min(done, repeat - done)
-            _move(out, at + done * length, out, at, more * length)
+            copy(out, at + done * length, out, at, more * length)
             shift = done * length
             run = out_offsets[v + 1 : v + 1 + more * count]
-            copy = out_offsets[v + 1 + done * count : v + 1 + (done + more) * count]
+            shifted = out_offsets[v + 1 + done * count : v + 1 + (done + more) * count]
             for k in range(more * count):
-                copy[k] = run[k] + shift
+                shifted[k] = run[k] + shift
             done += more
         v += count * repeat
         at += length * repeat
-
-
-def _enlarged(buffer: np.ndarray, used: int, needed: int) -> np.ndarray:
-    """`buffer` (its first axis) if it holds `needed`, else a copy of its first `used`
-    items in one at least twice as large."""
-    size = buffer.shape[0]
-    if needed <= size:
-        return buffer
-    bigger = pooled((max(2 * size, needed), *buffer.shape[1:]), buffer.dtype)
-    bigger[:used] = buffer[:used]
-    return bigger
 
 
 def _binary(type_: pa.DataType, offsets: np.ndarray, data: np.ndarray) -> pa.Array:

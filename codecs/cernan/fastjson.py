@@ -26,6 +26,8 @@ import msgspec
 import numpy as np
 from numba import njit
 
+from wirecodecs.kernels import copy, unowned
+
 MAX_DEPTH = 48  # nesting levels; render's float scan assumes a float beyond 64
 MAX_MAP_KEYS = 64  # map entries compared for duplicates (fastavro's dict keeps one)
 
@@ -179,7 +181,7 @@ def _grown(out, used, need):
     """A copy of `out` with room for `need` more bytes (callers check first: the call,
     and its reference counting, only when it grows)."""
     grown = np.empty(max(2 * out.size, used + need), np.uint8)
-    grown[:used] = out[:used]
+    copy(grown, 0, out, 0, used)
     return grown
 
 
@@ -301,7 +303,7 @@ def _write_string(raw, pos, end, out, used):
         for k in range(2, more + 1):
             if not 0x80 <= raw[pos + k] <= 0xBF:
                 return _FAILED
-        out[used : used + more + 1] = raw[pos : pos + more + 1]
+        copy(out, used, raw, pos, more + 1)
         used += more + 1
         pos += more + 1
     out[used] = 34
@@ -345,7 +347,9 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
     `out` (grown as needed), each datum's end in `ends`, each float's place and value in
     `fpos`/`fval` (left out of the text). Returns (bytes used or `_FAILED`, floats, out,
     ends, fpos, fval); the buffers are made here, where that is cheapest."""
-    out = np.empty(2 * raw.size + 8 * count + 64, np.uint8)
+    nodes, pool, pool_at, raw = unowned(nodes), unowned(pool), unowned(pool_at), unowned(raw)
+    owned = np.empty(2 * raw.size + 8 * count + 64, np.uint8)  # `out` sees it uncounted
+    out = unowned(owned)
     ends = np.empty(count, np.int64)
     fpos = np.empty(max(count, 1), np.int64)
     fval = np.empty(max(count, 1), np.float64)
@@ -364,42 +368,43 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
         node = root
         while True:
             if used + 64 > out.size:
-                out = _grown(out, used, 64)
+                owned = _grown(out, used, 64)
+                out = unowned(owned)
             op = nodes[node]
             descend = -1
             if op == UNION:
                 branch, pos = _long(raw, pos)
                 if pos < 0 or branch < 0 or branch >= nodes[node + 1]:
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 node = nodes[node + 2 + branch]
                 continue
             if op == NULL:
                 used = _put(_NULL, out, used)
             elif op == BOOLEAN:
                 if pos >= raw.size or raw[pos] > 1:
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 used = _put(_TRUE if raw[pos] else _FALSE, out, used)
                 pos += 1
             elif op in (LONG, TS_MILLIS, TS_MICROS):
                 value, pos = _long(raw, pos)
                 if pos < 0:
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 if op == LONG:
                     used = _write_long(value, out, used)
                 else:
                     scale = 1000 if op == TS_MILLIS else 1
                     if not _MIN_US // scale <= value <= _MAX_US // scale:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                     used = _write_timestamp(value * scale, out, used)
             elif op in (FLOAT, DOUBLE):
                 size = 4 if op == FLOAT else 8
                 if raw.size - pos < size:
-                    return _FAILED, 0, out, ends, fpos, fval
-                scratch[:size] = raw[pos : pos + size]
+                    return _FAILED, 0, owned, ends, fpos, fval
+                copy(scratch, 0, raw, pos, size)
                 pos += size
                 value = np.float64(as_float[0]) if op == FLOAT else as_double[0]
                 if not np.isfinite(value):
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 if floats == fpos.size:
                     fpos = np.concatenate((fpos, np.empty_like(fpos)))
                     fval = np.concatenate((fval, np.empty_like(fval)))
@@ -412,27 +417,29 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                 else:
                     size, pos = _long(raw, pos)
                     if pos < 0 or size < 0:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                 if size > raw.size - pos:
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 if used + 6 * size + 8 > out.size:
-                    out = _grown(out, used, 6 * size + 8)
+                    owned = _grown(out, used, 6 * size + 8)
+                    out = unowned(owned)
                 if op == STRING:
                     used = _write_string(raw, pos, pos + size, out, used)
                     if used < 0:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                 else:
                     used = _write_base64(raw, pos, pos + size, out, used)
                 pos += size
             elif op == ENUM:
                 index, pos = _long(raw, pos)
                 if pos < 0 or index < 0 or index >= nodes[node + 1]:
-                    return _FAILED, 0, out, ends, fpos, fval
+                    return _FAILED, 0, owned, ends, fpos, fval
                 text = nodes[node + 2 + index]
                 size = pool_at[text + 1] - pool_at[text]
                 if used + size > out.size:
-                    out = _grown(out, used, size)
-                out[used : used + size] = pool[pool_at[text] : pool_at[text + 1]]
+                    owned = _grown(out, used, size)
+                    out = unowned(owned)
+                copy(out, used, pool, pool_at[text], size)
                 used += size
             elif op == RECORD:
                 out[used] = 123  # "{"
@@ -469,11 +476,12 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                     key = nodes[st_node[top] + 2 + 2 * field]
                     size = pool_at[key + 1] - pool_at[key]
                     if used + size + 1 > out.size:
-                        out = _grown(out, used, size + 1)
+                        owned = _grown(out, used, size + 1)
+                        out = unowned(owned)
                     if field:
                         out[used] = 44
                         used += 1
-                    out[used : used + size] = pool[pool_at[key] : pool_at[key + 1]]
+                    copy(out, used, pool, pool_at[key], size)
                     used += size
                     descend = nodes[st_node[top] + 3 + 2 * field]
                     break
@@ -487,7 +495,7 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                         items = -items
                         _, pos = _long(raw, pos)
                     if pos < 0 or items < 0:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                     if items == 0:
                         out[used] = 93 if parent == ARRAY else 125
                         used += 1
@@ -501,38 +509,39 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                 if parent == MAP:
                     size, pos = _long(raw, pos)
                     if pos < 0 or size < 0 or size > raw.size - pos:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                     if n_keys - st_keys[top] == MAX_MAP_KEYS:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                     for k in range(st_keys[top], n_keys):
                         if key_ends[k] - keys[k] == size and np.array_equal(
                             raw[keys[k] : key_ends[k]], raw[pos : pos + size]
                         ):
-                            return _FAILED, 0, out, ends, fpos, fval  # fastavro's dict keeps one
+                            return _FAILED, 0, owned, ends, fpos, fval  # fastavro's dict keeps one
                     keys[n_keys] = pos
                     key_ends[n_keys] = pos + size
                     n_keys += 1
                     if used + 6 * size + 8 > out.size:
-                        out = _grown(out, used, 6 * size + 8)
+                        owned = _grown(out, used, 6 * size + 8)
+                        out = unowned(owned)
                     used = _write_string(raw, pos, pos + size, out, used)
                     if used < 0:
-                        return _FAILED, 0, out, ends, fpos, fval
+                        return _FAILED, 0, owned, ends, fpos, fval
                     out[used] = 58
                     used += 1
                     pos += size
                 descend = nodes[st_node[top] + 1]
                 break
             if used > limit:
-                return _FAILED, 0, out, ends, fpos, fval
+                return _FAILED, 0, owned, ends, fpos, fval
             if not level:
                 break
             node = descend
         if floats > floats_before and _has_null(out, start, used):
-            return _FAILED, 0, out, ends, fpos, fval  # `render` writes it with the stdlib encoder
+            return _FAILED, 0, owned, ends, fpos, fval  # `render` writes it with the stdlib encoder
         ends[datum] = used
     if pos != raw.size:
-        return _FAILED, 0, out, ends, fpos, fval
-    return used, floats, out, ends, fpos, fval
+        return _FAILED, 0, owned, ends, fpos, fval
+    return used, floats, owned, ends, fpos, fval
 
 
 @njit(cache=True, nogil=True)
@@ -548,19 +557,19 @@ def _splice(out, used, ends, fpos, floats, texts):
         while datum < ends.size and ends[datum] <= at:
             ends[datum] += dst - src
             datum += 1
-        spliced[dst : dst + at - src] = out[src:at]
+        copy(spliced, dst, out, src, at - src)
         dst += at - src
         src = at
         text_end = text_at
         while text_end < texts.size and texts[text_end] != 44:
             text_end += 1
-        spliced[dst : dst + text_end - text_at] = texts[text_at:text_end]
+        copy(spliced, dst, texts, text_at, text_end - text_at)
         dst += text_end - text_at
         text_at = text_end + 1
     while datum < ends.size:
         ends[datum] += dst - src
         datum += 1
-    spliced[dst : dst + used - src] = out[src:used]
+    copy(spliced, dst, out, src, used - src)
     return spliced
 
 

@@ -22,6 +22,8 @@ lays out as Python's `repr` does.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -74,6 +76,7 @@ U_EVENTS, U_TAGS, U_FLOATS, U_KEYS = range(7, 11)
 _HEADER = 27  # version, timestamp, uuid, tag count
 _PATH_BYTES = 1 << 12  # a longer path is left to the pure reader
 _VALUE_BYTES_PER_TAG = 16  # wire bytes per tag entry in log events (`samples.log_event`)
+_enlarged = partial(enlarged, empty=np.empty)  # numpy's, as all the buffers of `Columns`
 _MIN_SIZE = np.full(256, -1, np.int64)
 for _code, _size in MIN_SIZE.items():
     _MIN_SIZE[_code] = _size
@@ -774,16 +777,16 @@ class Columns:
         if which < U_EVENTS:
             bufs = list(self.bufs)
             needed = max(used[which] + event_bytes, bufs[which].size + 1)
-            bufs[which] = enlarged(bufs[which], used[which], needed)
+            bufs[which] = _enlarged(bufs[which], used[which], needed)
             self.bufs = tuple(bufs)
         elif which == U_EVENTS:
-            self.events = enlarged(self.events, used[U_EVENTS], self.events.shape[1] + 1)
+            self.events = _enlarged(self.events, used[U_EVENTS], self.events.shape[1] + 1)
         elif which == U_TAGS:
-            self.tags = enlarged(self.tags, used[U_TAGS], self.tags.shape[1] + 1)
-            self.values = enlarged(self.values, used[U_TAGS], self.tags.shape[1])
-            self.floats = enlarged(self.floats, used[U_TAGS], self.tags.shape[1])
+            self.tags = _enlarged(self.tags, used[U_TAGS], self.tags.shape[1] + 1)
+            self.values = _enlarged(self.values, used[U_TAGS], self.tags.shape[1])
+            self.floats = _enlarged(self.floats, used[U_TAGS], self.tags.shape[1])
         elif which == U_FLOATS:
-            self.float_at = enlarged(self.float_at, used[U_FLOATS], self.float_at.shape[1] + 1)
+            self.float_at = _enlarged(self.float_at, used[U_FLOATS], self.float_at.shape[1] + 1)
         else:
             self.scratch = (*self.scratch[:2], *_key_stack(2 * self.keys.shape[1]),
                             *self.scratch[5:])  # fmt: skip

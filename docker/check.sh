@@ -50,6 +50,7 @@ IFS=, read -r -a SOURCE_LIST <<<"$SOURCES"
 OFFICIAL=python:3.11-slim-bookworm
 STANDIN=wirelake-base:bookworm
 export WIRELAKE_IMAGE=${WIRELAKE_IMAGE:-wirelake:local}
+export WIRELAKE_DB_IMAGE=${WIRELAKE_DB_IMAGE:-wirelake-postgres:local}
 export COMPOSE_PROJECT_NAME=wirelake-check-$$
 IMAGE_UID=${WIRELAKE_UID:-1000}
 mkdir -p "$ROOT/.tmp"
@@ -160,6 +161,11 @@ build_image() {
   fi
   say "    $(grep -c -- '---> Using cache' "$log") step(s) from the build cache," \
       "$(grep -c '^Step ' "$log") step(s) in all"
+  say "    docker build -f docker/postgres/Dockerfile -t $WIRELAKE_DB_IMAGE . (the metadata database)"
+  if ! docker build -f "$ROOT/docker/postgres/Dockerfile" --build-arg "BASE_IMAGE=$BASE" \
+       -t "$WIRELAKE_DB_IMAGE" "$ROOT" >>"$log" 2>&1; then
+    tail -n 30 "$log"; return 1
+  fi
 }
 
 check_image() {
@@ -203,7 +209,8 @@ compose_up() {
   local python_secret='import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'
   AIRFLOW_ADMIN_PASSWORD=$(python3 -c "$python_secret")
   AIRFLOW_FERNET_KEY=$(python3 -c "$python_secret")
-  export AIRFLOW_ADMIN_PASSWORD AIRFLOW_FERNET_KEY
+  WIRELAKE_DB_PASSWORD=$(python3 -c "$python_secret")
+  export AIRFLOW_ADMIN_PASSWORD AIRFLOW_FERNET_KEY WIRELAKE_DB_PASSWORD
   export WIRELAKE_AIRFLOW_PORT WIRELAKE_SPARK_UI_PORT WIRELAKE_BIND=127.0.0.1
   WIRELAKE_AIRFLOW_PORT=$(pyhost free-port) WIRELAKE_SPARK_UI_PORT=$(pyhost free-port)
   export WIRELAKE_CONFIG=/data/_check/sources.yaml WIRELAKE_RETRIES=0

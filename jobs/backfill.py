@@ -1,21 +1,33 @@
 """`./wirelake backfill SOURCE[,SOURCE...] --from D1 --to D2 [--rerun]`: Airflow's own
 backfill of days D1..D2 through the project's stack, with progress per day and a closing
-table read back from the lake (manifest and validation report of each day).
+table read back from the lake (manifest and validation report of each day);
+`./wirelake backfill --cancel SOURCE[,...]` cancels a source's unfinished backfill.
+
+Creating a backfill is not idempotent (Airflow allows one unfinished backfill per DAG), so
+the command never repeats a POST blindly: after a 5xx, a timeout or a 409 it looks up the
+DAG's unfinished backfills and adopts the one its request made (or one covering the same
+days and reprocess behaviour), cancels one of its own that got no runs, and otherwise names
+the backfill in the way and how to cancel it. A backfill this command made is never left
+behind in a stack it stops: the stack is stopped only once each has completed or was
+cancelled.
 
 The stack is started for the backfill's duration when it does not run. The scheduler only
 runs a backfill's runs while its DAG is unpaused, so a paused DAG is unpaused for the
-duration and paused again afterwards (its own catchup runs may start meanwhile).
+duration (its catchup runs start too, and are shown) and paused again afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import http.client
 import json
+import os
 import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,19 +39,76 @@ sys.path.insert(0, str(stack.ROOT / "dags"))
 from dag_factory import load_config, source_paths
 
 DONE = {"success", "failed"}
-BUSY_WAIT_SECONDS = 120  # how long a busy metadata database is waited for, per call
+REQUEST_TIMEOUT_SECONDS = 30
+CREATE_ATTEMPTS = 3  # POSTs of one backfill, each only after a look-up found none made
+
+
+class ApiError(RuntimeError):
+    """A request the API refused (`status`), or one it did not answer (`status` None)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Blocked(RuntimeError):
+    """Another unfinished backfill of the DAG stands in the way."""
+
+
+class TimedOut(RuntimeError):
+    """The backfills did not finish within --timeout-minutes."""
 
 
 class Api:
-    """A minimal client of the Airflow REST API, logged in as the simple auth manager's user."""
+    """A minimal client of the Airflow REST API, logged in as the simple auth manager's user.
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        password = json.loads(stack.password_file().read_text())[stack.USER]
-        login = {"username": stack.USER, "password": password}
-        self.token = self.call("POST", "/auth/token", login, auth=False)["access_token"]
+    Requests that are safe to repeat (GET, PUT, PATCH) are retried while the server answers
+    503 (SQLite's write lock) or does not answer, for up to `wait` seconds; a POST is sent
+    once and its failure is left to the caller, who knows how to find out what it did.
+    """
+
+    def __init__(self, url: str, wait: float) -> None:
+        self.url, self.wait = url, wait
+        self.token = ""
+        self.gone = False  # it stopped answering: each later request is tried once
+        self.login()
+
+    def login(self) -> None:
+        """Log in as $WIRELAKE_API_USER with $WIRELAKE_API_PASSWORD, or as the simple auth
+        manager's user of the project's stack with its generated password."""
+        user = os.environ.get("WIRELAKE_API_USER", stack.USER)
+        password = os.environ.get("WIRELAKE_API_PASSWORD")
+        if password is None:
+            password = json.loads(stack.password_file().read_text())[user]
+        body = {"username": user, "password": password}
+        self.token = self.call("POST", "/auth/token", body, auth=False)["access_token"]
 
     def call(self, method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
+        deadline = time.monotonic() + (0 if self.gone else self.wait)
+        warned = False
+        while True:
+            try:
+                answer = self._send(method, path, body, auth)
+                self.gone = False
+                return answer
+            except ApiError as error:
+                if auth and error.status == 401:  # an API server restarted with a new key
+                    self.login()
+                    continue
+                transient = error.status is None or error.status == 503
+                if method == "POST" or not transient or time.monotonic() > deadline:
+                    self.gone = error.status is None
+                    raise
+                if not warned:
+                    print(
+                        f"wirelake: {error}; trying again for up to {self.wait:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    warned = True
+            time.sleep(2)
+
+    def _send(self, method: str, path: str, body: dict | None, auth: bool) -> dict:
         request = urllib.request.Request(
             self.url + path,
             method=method,
@@ -48,112 +117,324 @@ class Api:
         )
         if auth:
             request.add_header("Authorization", f"Bearer {self.token}")
-        waited = 0.0
-        while True:
-            try:
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    return json.loads(response.read() or b"{}")
-            except urllib.error.HTTPError as error:
-                detail = error.read().decode(errors="replace")
-                # 503 while another Airflow process holds SQLite's write lock: try again
-                if error.code != 503 or waited >= BUSY_WAIT_SECONDS:
-                    raise RuntimeError(f"{method} {path}: HTTP {error.code}: {detail}") from None
-            time.sleep(2)
-            waited += 2
+        try:
+            with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            raise ApiError(f"{method} {path}: HTTP {error.code}: {detail}", error.code) from None
+        except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out
+            reason = getattr(error, "reason", None) or error
+            raise ApiError(
+                f"{method} {path}: the Airflow API server at {self.url} did not answer ({reason})"
+            ) from None
+
+
+@dataclass
+class Backfill:
+    """One source's backfill as this command follows it."""
+
+    source: str
+    id: int
+    made_here: bool  # created by this command (else adopted: left as it was found)
+    created_at: str
+    done: bool = False
+    cancelled: bool = False
+    runs: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def dag_id(self) -> str:
+        return dag_id(self.source)
+
+
+def dag_id(source: str) -> str:
+    return f"wirelake_{source}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="./wirelake backfill", description=__doc__.split("\n")[0])
     parser.add_argument("sources", help="source name(s) from sources.yaml, comma-separated")
-    parser.add_argument("--from", dest="start", type=dt.date.fromisoformat, required=True)
-    parser.add_argument("--to", dest="end", type=dt.date.fromisoformat, required=True)
+    parser.add_argument("--from", dest="start", type=dt.date.fromisoformat)
+    parser.add_argument("--to", dest="end", type=dt.date.fromisoformat)
     parser.add_argument(
         "--rerun", action="store_true", help="also rerun days that already succeeded"
+    )
+    parser.add_argument(
+        "--cancel", action="store_true", help="cancel the sources' unfinished backfills instead"
+    )
+    parser.add_argument("--db", help=stack.DB_HELP)
+    parser.add_argument(
+        "--api",
+        help="URL of a running Airflow's API server to use instead of the project's stack "
+        "(login from $WIRELAKE_API_USER and $WIRELAKE_API_PASSWORD)",
+    )
+    parser.add_argument(
+        "--api-wait",
+        type=float,
+        default=60,
+        help="seconds to keep trying while the API server is busy or does not answer",
     )
     parser.add_argument("--poll-seconds", type=float, default=5, help="progress poll interval")
     parser.add_argument(
         "--timeout-minutes", type=float, default=180, help="give up (and fail) after this long"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.cancel and (args.start is None or args.end is None):
+        parser.error("--from and --to are required (or --cancel)")
+    if not args.cancel and args.end < args.start:
+        parser.error("--to is before --from")
+    return args
 
 
-def wait_for_dag(api: Api, dag_id: str, timeout: float = 300) -> dict:
+def wait_for_dag(api: Api, dag: str, timeout: float = 300) -> dict:
     """The DAG as the API knows it, once the DAG processor has parsed it."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return api.call("GET", f"/api/v2/dags/{dag_id}")
-        except RuntimeError:
-            if time.monotonic() > deadline:
+            return api.call("GET", f"/api/v2/dags/{dag}")
+        except ApiError as error:
+            if error.status != 404 or time.monotonic() > deadline:
                 raise
             time.sleep(2)
 
 
-def day_runs(api: Api, dag_id: str, start: dt.date, end: dt.date) -> dict[str, dict]:
+def unfinished(api: Api, dag: str) -> list[dict]:
+    """The DAG's backfills without completed_at (Airflow lets one exist at a time)."""
+    found = api.call("GET", f"/api/v2/backfills?dag_id={quote(dag)}&limit=100")["backfills"]
+    return [backfill for backfill in found if backfill["completed_at"] is None]
+
+
+def same_request(backfill: dict, request: dict) -> bool:
+    """The backfill covers the request's days with its reprocess behaviour."""
+    return (
+        backfill["reprocess_behavior"] == request["reprocess_behavior"]
+        and _instant(backfill["from_date"]) == _instant(request["from_date"])
+        and _instant(backfill["to_date"]) == _instant(request["to_date"])
+    )
+
+
+def _instant(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def describe(backfill: dict) -> str:
+    return (
+        f"backfill {backfill['id']} of {backfill['dag_id']} ({backfill['from_date'][:10]}.."
+        f"{backfill['to_date'][:10]}, reprocess {backfill['reprocess_behavior']}, created "
+        f"{backfill['created_at'][:19]})"
+    )
+
+
+def has_runs(api: Api, backfill: dict) -> bool:
+    """Some run of the backfill's days was queued by it (a backfill whose creation failed
+    half-way holds its row and no runs: the scheduler would never run anything for it)."""
+    runs = day_runs(
+        api,
+        backfill["dag_id"],
+        _instant(backfill["from_date"]).date(),
+        _instant(backfill["to_date"]).date(),
+    )
+    made = _instant(backfill["created_at"]) - dt.timedelta(seconds=1)
+    return any(
+        run["run_type"] == "backfill" and run["queued_at"] and _instant(run["queued_at"]) >= made
+        for run in runs.values()
+    )
+
+
+def cancel(api: Api, backfill_id: int) -> None:
+    """Cancel a backfill (its queued runs fail); one that completed meanwhile is left."""
+    try:
+        api.call("PUT", f"/api/v2/backfills/{backfill_id}/cancel")
+    except ApiError as error:
+        if error.status != 409:  # 409: already completed
+            raise
+
+
+def create(api: Api, source: str, request: dict) -> Backfill:
+    """The backfill of `request`: created once, or adopted, whatever the server answers."""
+    dag = dag_id(source)
+    before = unfinished(api, dag)
+    for backfill in [b for b in before if same_request(b, request)]:
+        if has_runs(api, backfill):
+            print(f"adopting {describe(backfill)}: it is still running", flush=True)
+            return Backfill(source, backfill["id"], False, backfill["created_at"])
+        cancel(api, backfill["id"])
+        print(f"cancelled {describe(backfill)}: left half-made, no runs", flush=True)
+    others = [b for b in before if not same_request(b, request)]
+    if others:
+        raise Blocked(blocked_message(source, others[0]))
+    known = {backfill["id"] for backfill in before}
+    for _ in range(CREATE_ATTEMPTS):
+        try:
+            made = api.call("POST", "/api/v2/backfills", request)
+            return Backfill(source, made["id"], True, made["created_at"])
+        except ApiError as error:
+            if error.status is not None and error.status < 500 and error.status != 409:
+                raise
+            print(f"{error}; looking up {dag}'s unfinished backfills", flush=True)
+        after = unfinished(api, dag)
+        mine = [b for b in after if b["id"] not in known and same_request(b, request)]
+        if mine:
+            backfill = mine[0]
+            if settled_runs(api, backfill):
+                print(f"following {describe(backfill)}: made by this request", flush=True)
+                return Backfill(source, backfill["id"], True, backfill["created_at"])
+            cancel(api, backfill["id"])
+            print(f"cancelled {describe(backfill)}: made half-way, no runs", flush=True)
+            known.add(backfill["id"])
+        elif [b for b in after if b["id"] not in known]:
+            raise Blocked(blocked_message(source, after[0]))
+    raise ApiError(f"{dag}: no backfill could be created in {CREATE_ATTEMPTS} attempts")
+
+
+def settled_runs(api: Api, backfill: dict, seconds: float = 10) -> bool:
+    """has_runs, asked again for a few seconds: a request that timed out may still be
+    creating the runs when the look-up sees its backfill row."""
+    deadline = time.monotonic() + seconds
+    while not has_runs(api, backfill):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(2)
+    return True
+
+
+def blocked_message(source: str, backfill: dict) -> str:
+    return (
+        f"{describe(backfill)} has not finished, and Airflow runs one backfill per DAG at a "
+        f"time: wait for it, or cancel it with ./wirelake backfill --cancel {source}"
+    )
+
+
+def day_runs(api: Api, dag: str, start: dt.date, end: dt.date) -> dict[str, dict]:
     """Each day's run in D1..D2 (its logical date is the day: data intervals)."""
     query = (
         f"logical_date_gte={start.isoformat()}T00:00:00Z"
         f"&logical_date_lte={end.isoformat()}T00:00:00Z&limit=1000&order_by=run_after"
     )
-    runs = api.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?{query}")["dag_runs"]
+    runs = api.call("GET", f"/api/v2/dags/{dag}/dagRuns?{query}")["dag_runs"]
     return {run["logical_date"][:10]: run for run in runs}
 
 
-def outcome(api: Api, dag_id: str, run: dict) -> str:
+def started_since(api: Api, dag: str, since: str) -> dict[str, dict]:
+    """The DAG's scheduled runs started since `since` (catchup set off by the unpause)."""
+    query = f"run_type=scheduled&start_date_gte={quote(since)}&limit=1000"
+    runs = api.call("GET", f"/api/v2/dags/{dag}/dagRuns?{query}")["dag_runs"]
+    return {run["logical_date"][:10]: run for run in runs}
+
+
+def outcome(api: Api, dag: str, run: dict) -> str:
     """A run's state, or "no landing" for a successful run whose landing check skipped the
     day (its decode never ran)."""
     if run["state"] != "success":
         return run["state"]
-    path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run['dag_run_id'], safe='')}"
+    path = f"/api/v2/dags/{dag}/dagRuns/{quote(run['dag_run_id'], safe='')}"
     landing = api.call("GET", f"{path}/taskInstances/wait_for_landing")["state"]
     return "no landing" if landing == "skipped" else "success"
 
 
-def backfill(api: Api, sources: list[str], args: argparse.Namespace) -> dict[tuple, str]:
-    """Create one backfill per source, print each day's state changes; return the last
-    state of every (source, day) once all backfills have completed."""
-    created, paused = {}, []
+def unpause(api: Api, sources: list[str], paused: list[str]) -> None:
+    """Unpause the sources' paused DAGs, saying so; add them to `paused` (to pause again)."""
     for source in sources:
-        dag_id = f"wirelake_{source}"
-        if wait_for_dag(api, dag_id)["is_paused"]:
-            api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
-            paused.append(dag_id)
-        body = {
-            "dag_id": dag_id,
-            "from_date": f"{args.start.isoformat()}T00:00:00Z",
-            "to_date": f"{args.end.isoformat()}T00:00:00Z",
-            "reprocess_behavior": "completed" if args.rerun else "none",
-        }
-        created[source] = api.call("POST", "/api/v2/backfills", body)["id"]
-        print(
-            f"backfill {created[source]} of {dag_id} {args.start}..{args.end} created", flush=True
-        )
-    states: dict[tuple, str] = {}  # shown state of each (source, day)
-    seen: dict[tuple, str] = {}  # the run's own state when last polled
+        dag = dag_id(source)
+        if wait_for_dag(api, dag)["is_paused"]:
+            api.call("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})
+            paused.append(dag)
+            print(
+                f"unpaused {dag} for the backfill (Airflow runs backfill runs only of unpaused "
+                "DAGs): its scheduled catchup runs may start too and are shown below; paused "
+                "again at the end",
+                flush=True,
+            )
+
+
+def follow(api: Api, backfills: list[Backfill], args: argparse.Namespace, since: str) -> None:
+    """Print each day's state changes, and the scheduled runs the unpause started, until
+    every backfill has completed and its runs are done."""
+    seen: dict[tuple, str] = {}
     deadline = time.monotonic() + args.timeout_minutes * 60
+    while not all(backfill.done for backfill in backfills):
+        for backfill in (b for b in backfills if not b.done):
+            runs = day_runs(api, backfill.dag_id, args.start, args.end)
+            scheduled = started_since(api, backfill.dag_id, since)
+            shown = [(day, run, "") for day, run in runs.items()]
+            shown += [(d, r, " (scheduled)") for d, r in scheduled.items() if d not in runs]
+            for day, run, kind in sorted(shown, key=lambda item: item[0]):
+                key = (backfill.source, day, kind)
+                if seen.get(key) != run["state"]:
+                    seen[key] = run["state"]
+                    state = (
+                        outcome(api, backfill.dag_id, run) if run["state"] in DONE else run["state"]
+                    )
+                    stamp = dt.datetime.now().strftime("%H:%M:%S")
+                    print(f"  {stamp}  {backfill.source:<16} {day}  {state}{kind}", flush=True)
+            backfill.runs = runs
+            finished = api.call("GET", f"/api/v2/backfills/{backfill.id}")["completed_at"]
+            backfill.done = bool(finished) and all(run["state"] in DONE for run in runs.values())
+        if time.monotonic() > deadline:
+            raise TimedOut(f"backfill not done after {args.timeout_minutes} min")
+        if not all(backfill.done for backfill in backfills):
+            time.sleep(args.poll_seconds)
+
+
+@dataclass
+class Made:
+    """What this command made and changed in Airflow, to be put right when it ends."""
+
+    backfills: list[Backfill] = field(default_factory=list)
+    paused: list[str] = field(default_factory=list)  # DAGs it unpaused
+
+
+def wind_down(api: Api, made: Made, stopping: bool) -> None:
+    """Pause again the DAGs this command unpaused, and cancel its unfinished backfills
+    that have no runs, or all of them when the stack is about to stop; say what goes on."""
+    for backfill in made.backfills:
+        if backfill.done or backfill.cancelled or not backfill.made_here:
+            continue
+        if stopping or not has_runs(api, api.call("GET", f"/api/v2/backfills/{backfill.id}")):
+            cancel(api, backfill.id)
+            backfill.cancelled = True
+            print(f"cancelled backfill {backfill.id} of {backfill.dag_id}", flush=True)
+        else:
+            print(
+                f"wirelake: backfill {backfill.id} of {backfill.dag_id} goes on in the stack at "
+                f"{api.url}; cancel it with ./wirelake backfill --cancel {backfill.source}",
+                file=sys.stderr,
+            )
+    while made.paused:
+        api.call("PATCH", f"/api/v2/dags/{made.paused[-1]}", {"is_paused": True})
+        made.paused.pop()
+
+
+def settle(api: Api, made: Made, stopping: bool) -> bool:
+    """wind_down, or say what may be left when the API cannot be reached for it."""
     try:
-        while created:
-            for source, backfill_id in list(created.items()):
-                dag_id = f"wirelake_{source}"
-                runs = day_runs(api, dag_id, args.start, args.end)
-                for day, run in sorted(runs.items()):
-                    if seen.get((source, day)) != run["state"]:
-                        seen[source, day] = run["state"]
-                        state = outcome(api, dag_id, run) if run["state"] in DONE else run["state"]
-                        states[source, day] = state
-                        stamp = dt.datetime.now().strftime("%H:%M:%S")
-                        print(f"  {stamp}  {source:<16} {day}  {state}", flush=True)
-                finished = api.call("GET", f"/api/v2/backfills/{backfill_id}")["completed_at"]
-                if finished and all(run["state"] in DONE for run in runs.values()):
-                    del created[source]
-            if created and time.monotonic() > deadline:
-                raise SystemExit(f"wirelake: backfill not done after {args.timeout_minutes} min")
-            if created:
-                time.sleep(args.poll_seconds)
-    finally:
-        for dag_id in paused:
-            api.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
-    return states
+        wind_down(api, made, stopping)
+        return True
+    except ApiError as error:
+        print(f"wirelake: {error}", file=sys.stderr)
+    for backfill in made.backfills:
+        if backfill.made_here and not (backfill.done or backfill.cancelled):
+            print(
+                f"wirelake: backfill {backfill.id} of {backfill.dag_id} may be unfinished: once "
+                f"the API answers, ./wirelake backfill --cancel {backfill.source} cancels it, or "
+                "the same backfill command adopts it",
+                file=sys.stderr,
+            )
+    for dag in made.paused:
+        print(f"wirelake: {dag} was left unpaused", file=sys.stderr)
+    return False
+
+
+def cancel_all(api: Api, sources: list[str]) -> int:
+    """`--cancel`: cancel each source's unfinished backfill."""
+    for source in sources:
+        backfills = unfinished(api, dag_id(source))
+        for backfill in backfills:
+            cancel(api, backfill["id"])
+            print(f"cancelled {describe(backfill)}")
+        if not backfills:
+            print(f"{dag_id(source)}: no unfinished backfill")
+    return 0
 
 
 def day_row(config: dict, source: str, day: str, state: str) -> list[str]:
@@ -190,36 +471,71 @@ def table(lines: list[list[str]]) -> str:
     )
 
 
+def run_backfills(api: Api, sources: list[str], args: argparse.Namespace, made: Made) -> int:
+    """Create (or adopt) one backfill per source, follow them, print the closing table."""
+    since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    unpause(api, sources, made.paused)
+    for source in sources:
+        request = {
+            "dag_id": dag_id(source),
+            "from_date": f"{args.start.isoformat()}T00:00:00Z",
+            "to_date": f"{args.end.isoformat()}T00:00:00Z",
+            "reprocess_behavior": "completed" if args.rerun else "none",
+        }
+        backfill = create(api, source, request)
+        made.backfills.append(backfill)
+        if backfill.made_here:
+            print(f"backfill {backfill.id} of {backfill.dag_id} {args.start}..{args.end} created")
+    follow(api, made.backfills, args, since)
+    config = load_config()
+    lines = [
+        day_row(config, backfill.source, day, outcome(api, backfill.dag_id, run))
+        for backfill in made.backfills
+        for day, run in sorted(backfill.runs.items())
+    ]
+    print(table(lines))
+    ok = {"success", "no landing"}
+    return 0 if lines and all(line[2] in ok for line in lines) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.db:
+        os.environ["WIRELAKE_DB"] = args.db
     config = load_config()
     sources = [name.strip() for name in args.sources.split(",") if name.strip()]
     unknown = sorted(set(sources) - set(config["sources"])) or ([] if sources else ["(none)"])
     if unknown:
         print(f"wirelake: unknown source(s) {unknown}; known: {sorted(config['sources'])}")
         return 2
-    if args.end < args.start:
-        print("wirelake: --to is before --from")
-        return 2
-    started_here = stack.read_state() is None
+    started_here = not args.api and stack.read_state() is None
     began = time.monotonic()
-    state = stack.up()
+    url = args.api.rstrip("/") if args.api else stack.up()["url"]
     if started_here:
         print(f"started the Airflow stack for this backfill ({time.monotonic() - began:.0f} s)")
+    made, code, api = Made(), 1, None
     try:
-        states = backfill(Api(state["url"]), sources, args)
-    except RuntimeError as error:  # the API refused, e.g. a backfill of the DAG still runs
-        print(f"wirelake: {error}", file=sys.stderr)
-        return 1
+        try:
+            api = Api(url, args.api_wait)
+            if args.cancel:
+                code = cancel_all(api, sources)
+            else:
+                code = run_backfills(api, sources, args, made)
+        except (ApiError, Blocked, TimedOut) as error:
+            print(f"wirelake: {error}", file=sys.stderr, flush=True)
+            if isinstance(error, ApiError) and error.status is None and started_here:
+                # the stack this command started lost its API server: start that again,
+                # only to put right what this command made before the stack stops
+                print("restarting the stack's dead components to cancel this command's backfills")
+                api = Api(stack.up()["url"], args.api_wait)
+        if api and not settle(api, made, stopping=started_here):
+            code = 1
     finally:
         if started_here:
             stack.down()
             print("stopped the Airflow stack")
-    print(f"backfill done in {time.monotonic() - began:.0f} s")
-    lines = [day_row(config, src, day, st) for (src, day), st in sorted(states.items())]
-    print(table(lines))
-    ok = {"success", "no landing"}
-    return 0 if lines and all(line[2] in ok for line in lines) else 1
+    print(f"backfill ended in {time.monotonic() - began:.0f} s")
+    return code
 
 
 if __name__ == "__main__":

@@ -4,6 +4,12 @@ Each component (scheduler, DAG processor, triggerer, API server) runs as its own
 its own session, so stopping one kills its whole process group, LocalExecutor workers and
 spark-submit children included (SIGTERM to `airflow standalone` left its workers running).
 What runs is recorded in $AIRFLOW_HOME/stack.json; logs go to $AIRFLOW_HOME/logs/stack/.
+
+The metadata database is the one `--db` or $WIRELAKE_DB names (a SQLAlchemy URL, e.g.
+postgresql://airflow:...@db-host/airflow), else SQLite in $AIRFLOW_HOME. `up` on a stack
+with a dead component restarts just that component, after killing what is left of its
+process tree (a killed scheduler's LocalExecutor workers and their tasks), so a task is
+never run by an orphaned worker and a new one at once.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 
@@ -28,6 +35,10 @@ COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 HEALTH = ("metadatabase", "scheduler", "triggerer", "dag_processor")  # keys of /monitor/health
 USER = "admin"  # the simple auth manager's default user (core.simple_auth_manager_users)
 STOP_GRACE_SECONDS = 30
+DB_HELP = (
+    "metadata database URL, e.g. postgresql://USER:PASSWORD@HOST/DB (default: $WIRELAKE_DB, "
+    "else SQLite in $AIRFLOW_HOME: one writer at a time, for trying things out)"
+)
 
 
 def airflow_home() -> Path:
@@ -61,10 +72,11 @@ def read_state() -> dict | None:
 
 
 def alive(entry: dict) -> bool:
-    """The recorded process still runs (same pid and start time: not a reused pid)."""
+    """The recorded process still runs (same pid and start time: not a reused pid; not a
+    zombie, as a component started by this process stays until it is waited for)."""
     try:
         process = psutil.Process(entry["pid"])
-        return process.create_time() == entry["create_time"] and process.is_running()
+        return process.create_time() == entry["create_time"] and _running(process)
     except psutil.NoSuchProcess:
         return False
 
@@ -82,14 +94,35 @@ def healthy(report: dict | None) -> bool:
     return bool(report) and all(report.get(key, {}).get("status") == "healthy" for key in HEALTH)
 
 
+def database_url() -> str | None:
+    """The metadata database named by $WIRELAKE_DB, or None for the SQLite default."""
+    url = os.environ.get("WIRELAKE_DB", "").strip()
+    if url and "://" not in url:
+        raise SystemExit(f"wirelake: WIRELAKE_DB / --db is not a database URL: {redacted(url)}")
+    return url or None
+
+
+def redacted(url: str) -> str:
+    """A database URL fit for output and state files: its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def stack_env(url: str) -> dict[str, str]:
     """The components' environment: tasks reach the Execution API on our port (the default
-    port would give every task "connection refused")."""
-    return {
+    port would give every task "connection refused"), and every component the same
+    metadata database."""
+    env = {
         **os.environ,
         "AIRFLOW__API__BASE_URL": url,
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
     }
+    if database := database_url():
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = database
+    return env
 
 
 def run_logged(command: list[str], log: Path, env: dict[str, str]) -> None:
@@ -100,38 +133,45 @@ def run_logged(command: list[str], log: Path, env: dict[str, str]) -> None:
 
 
 def up(host: str = "127.0.0.1", port: int | None = None, timeout: float = 300) -> dict:
-    """Start the stack unless it runs; return its state once it is healthy."""
+    """Start the stack, or the components of it that died; return its state once it is
+    healthy."""
     state = read_state()
     if state and all(alive(entry) for entry in state["components"].values()):
         return state
     if state:
-        down()  # a half-dead stack: clear what is left of it first
-    port = port or free_port(host)
-    url = f"http://{host}:{port}"
+        url, logs = state["url"], Path(state["logs"])
+    else:
+        url = f"http://{host}:{port or free_port(host)}"
+        logs = log_dir()
+        logs.mkdir(parents=True, exist_ok=True)
+        database = database_url()
+        state = {
+            "url": url,
+            "database": redacted(database) if database else f"SQLite in {airflow_home()}",
+            "components": {},
+            "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "logs": str(logs),
+        }
     env = stack_env(url)
-    logs = log_dir()
-    logs.mkdir(parents=True, exist_ok=True)
-    run_logged(["airflow", "db", "migrate"], logs / "db-migrate.log", env)
-    pool = [sys.executable, str(ROOT / "dags" / "dag_factory.py"), "pool"]
-    run_logged(pool, logs / "pool.log", env)
+    if not state["components"]:
+        run_logged(["airflow", "db", "migrate"], logs / "db-migrate.log", env)
+        pool = [sys.executable, str(ROOT / "dags" / "dag_factory.py"), "pool"]
+        run_logged(pool, logs / "pool.log", env)
+    address = urlsplit(url)
     commands = {name: ["airflow", name] for name in COMPONENTS}
-    commands["api-server"] += ["--host", host, "--port", str(port)]
-    components = {}
+    commands["api-server"] += ["--host", address.hostname, "--port", str(address.port)]
+    components = state["components"]
     for name, command in commands.items():
+        if name in components and alive(components[name]):
+            continue
+        if name in components:
+            kill_tree(components[name])
         with (logs / f"{name}.log").open("a") as out:
             process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
         created = psutil.Process(process.pid).create_time()
         components[name] = {"pid": process.pid, "pgid": process.pid, "create_time": created}
-    state = {
-        "url": url,
-        "host": host,
-        "port": port,
-        "components": components,
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "logs": str(logs),
-    }
     state_file().write_text(json.dumps(state, indent=2) + "\n")
     deadline = time.monotonic() + timeout
     while not healthy(health(url)):
@@ -142,6 +182,14 @@ def up(host: str = "127.0.0.1", port: int | None = None, timeout: float = 300) -
             raise SystemExit(f"wirelake: Airflow stack did not start: {why}; see {logs}/")
         time.sleep(2)
     return state
+
+
+def kill_tree(entry: dict) -> None:
+    """SIGKILL what is left of a dead component: its process group and every descendant
+    of those processes (a task runs in a process group of its own)."""
+    processes = stack_processes({"components": {"dead": entry}})
+    _signal(processes, {entry["pgid"]}, signal.SIGKILL)
+    psutil.wait_procs(processes, timeout=10)
 
 
 def stack_processes(state: dict) -> list[psutil.Process]:
@@ -212,7 +260,8 @@ def describe(state: dict | None) -> list[str]:
     report = health(state["url"])
     lines = [
         f"Airflow stack started {state['started_at']}: {state['url']} "
-        f"({'healthy' if healthy(report) else 'NOT healthy'}); logs {state['logs']}/"
+        f"({'healthy' if healthy(report) else 'NOT healthy'}); logs {state['logs']}/",
+        f"  metadata database: {state.get('database', 'SQLite')}",
     ]
     for name, entry in state["components"].items():
         status = "alive" if alive(entry) else "DEAD"
@@ -234,16 +283,23 @@ def main(argv: list[str] | None = None) -> int:
     start = commands.add_parser("up", help="start the Airflow stack in the background")
     start.add_argument("--host", default="127.0.0.1", help="API server address (loopback)")
     start.add_argument("--port", type=int, help="API server port (default: a free one)")
+    start.add_argument("--db", help=DB_HELP)
     commands.add_parser("down", help="stop the stack started by up")
     commands.add_parser("status", help="what runs")
     args = parser.parse_args(argv)
+    if getattr(args, "db", None):
+        os.environ["WIRELAKE_DB"] = args.db
     if args.command == "up":
         started, before = time.monotonic(), read_state()
+        dead = [
+            name for name, entry in (before or {}).get("components", {}).items() if not alive(entry)
+        ]
         state = up(args.host, args.port)
-        if state == before:
+        if before and not dead:
             print("Airflow stack already running")
         else:
-            print(f"Airflow stack healthy after {time.monotonic() - started:.0f} s")
+            restarted = f" (restarted: {', '.join(dead)})" if before else ""
+            print(f"Airflow stack healthy after {time.monotonic() - started:.0f} s{restarted}")
         print("\n".join(describe(state)[1:] + login_lines(state)))
     elif args.command == "down":
         state = read_state()

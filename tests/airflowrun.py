@@ -11,15 +11,15 @@ import datetime as dt
 import email
 import json
 import os
-import sqlite3
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
+import sqlalchemy
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,25 +126,48 @@ def receivers() -> Iterator[Alerting]:
         alerting.http.stop()
 
 
-def _utc(text: str | None) -> dt.datetime | None:
-    """A datetime column as SQLite holds it (UTC, with or without an offset)."""
-    return None if text is None else dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+def _utc(value: dt.datetime | str | None) -> dt.datetime | None:
+    """A datetime column as the database returns it: PostgreSQL an aware datetime, SQLite
+    text (UTC, with or without an offset)."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
 
 
-def task_instances(db: Path, dag_id: str) -> dict[tuple[str, str], dict]:
+def sqlite_url(home: Path) -> str:
+    """The SQLAlchemy URL of an Airflow home's default SQLite metadata database."""
+    return f"sqlite:///{home / 'airflow.db'}"
+
+
+def query(database: str, statement: str, **params) -> list[tuple]:
+    """The rows of one statement on Airflow's metadata database (a SQLAlchemy URL),
+    committed."""
+    engine = sqlalchemy.create_engine(database, connect_args=_connect_args(database))
+    try:
+        with engine.begin() as connection:
+            return [tuple(row) for row in connection.execute(sqlalchemy.text(statement), params)]
+    finally:
+        engine.dispose()
+
+
+def _connect_args(database: str) -> dict:
+    return {"timeout": 60} if database.startswith("sqlite") else {}
+
+
+def task_instances(database: str, dag_id: str) -> dict[tuple[str, str], dict]:
     """(day, task_id) -> state, try_number, start and end of every task instance of a DAG,
     with its run's id and state; the day is the run's logical date (a scheduled run's id
     names the end of its data interval instead)."""
-    query = (
-        "SELECT date(dr.logical_date), ti.task_id, ti.state, ti.try_number, ti.start_date,"
+    rows = query(
+        database,
+        "SELECT dr.logical_date, ti.task_id, ti.state, ti.try_number, ti.start_date,"
         " ti.end_date, dr.run_id, dr.state FROM task_instance ti"
         " JOIN dag_run dr ON dr.run_id = ti.run_id AND dr.dag_id = ti.dag_id"
-        " WHERE ti.dag_id = ?"
+        " WHERE ti.dag_id = :dag_id",
+        dag_id=dag_id,
     )
-    with closing(sqlite3.connect(db, timeout=60)) as connection:
-        rows = connection.execute(query, (dag_id,)).fetchall()
     return {
-        (day, task): {
+        (str(_utc(day).date()), task): {
             "state": state,
             "try_number": tries,
             "start": _utc(start),

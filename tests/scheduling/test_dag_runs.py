@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from airflowrun import ALERTS, project_airflow, task_instances
+from airflowrun import ALERTS, project_airflow, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -58,7 +58,7 @@ def airflow(tmp_path_factory, alerting):
 def task_states(db: Path, dag_id: str, day: str) -> dict[str, tuple[str, int]]:
     return {
         task: (ti["state"], ti["try_number"])
-        for (ti_day, task), ti in task_instances(db, dag_id).items()
+        for (ti_day, task), ti in task_instances(sqlite_url(db.parent), dag_id).items()
         if ti_day == day
     }
 

@@ -4,7 +4,7 @@ alerts to a loopback SMTP server and HTTP receiver), in this order:
 
 - `./wirelake backfill` of a day that never landed while no stack runs: it starts the
   stack, shows the day as "no landing" and stops the stack again;
-- `./wirelake up` and `status`;
+- `./wirelake up` and `status`, on PostgreSQL where it is installed (tests/pgserver.py);
 - unpausing source kafka, whose start_date makes catchup cover 8 past days: 5 never landed,
   then 3 landed. The 3 succeed within a bound; the 5 are skipped at their first poke as
   "no landing" and hold no run slot;
@@ -34,7 +34,7 @@ import psutil
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from airflowrun import ALERTS, now, task_instances
+from airflowrun import ALERTS, now, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -56,6 +56,7 @@ class Lake:
     home: Path
     data: Path
     env: dict[str, str]
+    database: str  # the metadata database's SQLAlchemy URL
 
     def wirelake(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -67,7 +68,7 @@ class Lake:
         )
 
     def kafka_runs(self) -> dict[tuple[str, str], dict]:
-        return task_instances(self.home / "airflow.db", "wirelake_kafka")
+        return task_instances(self.database, "wirelake_kafka")
 
     def kafka_log(self, ti: dict, task: str) -> Path:
         """The log of a task instance's last try (Airflow's default log file layout)."""
@@ -76,7 +77,7 @@ class Lake:
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory, alerting) -> Lake:
+def lake(tmp_path_factory, alerting, metadata_db) -> Lake:
     """Source kafka starting 8 days ago with its last 3 days landed, and source idle (no
     catchup, nothing landed) for a backfill that starts its own stack."""
     root = tmp_path_factory.mktemp("stack")
@@ -97,9 +98,11 @@ def lake(tmp_path_factory, alerting) -> Lake:
         "WIRELAKE_CONFIG": str(root / "sources.yaml"),
         **alerting.env(),
     }
-    for name in ("AIRFLOW__CORE__DAGS_FOLDER", "WIRELAKE_RETRIES"):
+    for name in ("AIRFLOW__CORE__DAGS_FOLDER", "WIRELAKE_RETRIES", "WIRELAKE_DB"):
         env.pop(name, None)
-    lake = Lake(home, data, env)
+    if metadata_db:
+        env["WIRELAKE_DB"] = metadata_db
+    lake = Lake(home, data, env, metadata_db or sqlite_url(home))
     for day in LANDED:
         samples.write_sample_day("kafka", lake.data / "landing" / "kafka" / f"dt={day}", day)
     return lake
@@ -203,6 +206,13 @@ def test_up_and_status(lake, stack):
     status = lake.wirelake("status")
     assert status.returncode == 0, status.stdout
     assert f"{url} (healthy)" in status.stdout
+    if lake.env.get("WIRELAKE_DB"):  # named, its password not shown
+        password = re.search(r":([^:@/]+)@", lake.env["WIRELAKE_DB"]).group(1)
+        assert "metadata database: postgresql://airflow:***@127.0.0.1:" in status.stdout
+        assert password not in status.stdout + stack.stdout
+        assert password not in (lake.home / "stack.json").read_text()
+    else:
+        assert f"metadata database: SQLite in {lake.home}" in status.stdout
     for component in ("scheduler", "dag-processor", "triggerer", "api-server"):
         assert re.search(rf"^\s+{component}\s+pid \d+\s+alive$", status.stdout, re.M)
 

@@ -98,7 +98,9 @@ def database_url() -> str | None:
     """The metadata database named by $WIRELAKE_DB, or None for the SQLite default."""
     url = os.environ.get("WIRELAKE_DB", "").strip()
     if url and "://" not in url:
-        raise SystemExit(f"wirelake: WIRELAKE_DB / --db is not a database URL: {redacted(url)}")
+        raise SystemExit(  # not echoed: it may hold a password
+            "wirelake: WIRELAKE_DB / --db is not a database URL (scheme://user:password@host/db)"
+        )
     return url or None
 
 

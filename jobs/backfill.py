@@ -62,9 +62,10 @@ class TimedOut(RuntimeError):
 class Api:
     """A minimal client of the Airflow REST API, logged in as the simple auth manager's user.
 
-    Requests that are safe to repeat (GET, PUT, PATCH) are retried while the server answers
-    503 (SQLite's write lock) or does not answer, for up to `wait` seconds; a POST is sent
-    once and its failure is left to the caller, who knows how to find out what it did.
+    Requests that are safe to repeat (GET, PUT, PATCH, a dry run) are retried while the
+    server answers 503 (SQLite's write lock) or does not answer, for up to `wait` seconds; a
+    POST that makes something is sent once and its failure is left to the caller, who knows
+    how to find out what it did.
     """
 
     def __init__(self, url: str, wait: float) -> None:
@@ -83,7 +84,17 @@ class Api:
         body = {"username": user, "password": password}
         self.token = self.call("POST", "/auth/token", body, auth=False)["access_token"]
 
-    def call(self, method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict | None = None,
+        auth: bool = True,
+        retry: bool | None = None,
+    ) -> dict:
+        """The answer's JSON; `retry` (default: for all but POST) repeats the request while
+        the server is busy or away."""
+        retry = method != "POST" if retry is None else retry
         deadline = time.monotonic() + (0 if self.gone else self.wait)
         warned = False
         while True:
@@ -96,7 +107,7 @@ class Api:
                     self.login()
                     continue
                 transient = error.status is None or error.status == 503
-                if method == "POST" or not transient or time.monotonic() > deadline:
+                if not retry or not transient or time.monotonic() > deadline:
                     self.gone = error.status is None
                     raise
                 if not warned:
@@ -225,9 +236,9 @@ def describe(backfill: dict) -> str:
     )
 
 
-def has_runs(api: Api, backfill: dict) -> bool:
-    """Some run of the backfill's days was queued by it (a backfill whose creation failed
-    half-way holds its row and no runs: the scheduler would never run anything for it)."""
+def queued_days(api: Api, backfill: dict) -> set[str]:
+    """The days whose run the backfill queued (created, or cleared to run again, after the
+    backfill was made)."""
     runs = day_runs(
         api,
         backfill["dag_id"],
@@ -235,10 +246,31 @@ def has_runs(api: Api, backfill: dict) -> bool:
         _instant(backfill["to_date"]).date(),
     )
     made = _instant(backfill["created_at"]) - dt.timedelta(seconds=1)
-    return any(
-        run["run_type"] == "backfill" and run["queued_at"] and _instant(run["queued_at"]) >= made
-        for run in runs.values()
-    )
+    return {
+        day
+        for day, run in runs.items()
+        if run["run_type"] == "backfill" and run["queued_at"] and _instant(run["queued_at"]) >= made
+    }
+
+
+def planned_days(api: Api, request: dict) -> set[str]:
+    """The days a backfill of `request` would run now (Airflow's dry run: days whose run is
+    in flight, or done without --rerun, get none)."""
+    answer = api.call("POST", "/api/v2/backfills/dry_run", request, retry=True)
+    return {item["logical_date"][:10] for item in answer["backfills"]}
+
+
+def whole(api: Api, backfill: dict, planned: set[str], wait: float = 0) -> bool:
+    """The backfill queued a run for every planned day: its creation did not fail half-way
+    (Airflow commits a backfill's row before its runs: a failure in between leaves a row
+    that the scheduler never runs anything for). Asked again for `wait` seconds: a request
+    that timed out may still be creating the runs when a look-up sees the row."""
+    deadline = time.monotonic() + wait
+    while not planned <= queued_days(api, backfill):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(2)
+    return True
 
 
 def cancel(api: Api, backfill_id: int) -> None:
@@ -253,13 +285,14 @@ def cancel(api: Api, backfill_id: int) -> None:
 def create(api: Api, source: str, request: dict) -> Backfill:
     """The backfill of `request`: created once, or adopted, whatever the server answers."""
     dag = dag_id(source)
+    planned = planned_days(api, request)
     before = unfinished(api, dag)
     for backfill in [b for b in before if same_request(b, request)]:
-        if has_runs(api, backfill):
+        if whole(api, backfill, planned):
             print(f"adopting {describe(backfill)}: it is still running", flush=True)
             return Backfill(source, backfill["id"], False, backfill["created_at"])
         cancel(api, backfill["id"])
-        print(f"cancelled {describe(backfill)}: left half-made, no runs", flush=True)
+        print(f"cancelled {describe(backfill)}: left half-made, without its runs", flush=True)
     others = [b for b in before if not same_request(b, request)]
     if others:
         raise Blocked(blocked_message(source, others[0]))
@@ -276,26 +309,15 @@ def create(api: Api, source: str, request: dict) -> Backfill:
         mine = [b for b in after if b["id"] not in known and same_request(b, request)]
         if mine:
             backfill = mine[0]
-            if settled_runs(api, backfill):
+            if whole(api, backfill, planned, wait=10):
                 print(f"following {describe(backfill)}: made by this request", flush=True)
                 return Backfill(source, backfill["id"], True, backfill["created_at"])
             cancel(api, backfill["id"])
-            print(f"cancelled {describe(backfill)}: made half-way, no runs", flush=True)
+            print(f"cancelled {describe(backfill)}: made half-way, without its runs", flush=True)
             known.add(backfill["id"])
         elif [b for b in after if b["id"] not in known]:
             raise Blocked(blocked_message(source, after[0]))
     raise ApiError(f"{dag}: no backfill could be created in {CREATE_ATTEMPTS} attempts")
-
-
-def settled_runs(api: Api, backfill: dict, seconds: float = 10) -> bool:
-    """has_runs, asked again for a few seconds: a request that timed out may still be
-    creating the runs when the look-up sees its backfill row."""
-    deadline = time.monotonic() + seconds
-    while not has_runs(api, backfill):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(2)
-    return True
 
 
 def blocked_message(source: str, backfill: dict) -> str:
@@ -390,7 +412,8 @@ def wind_down(api: Api, made: Made, stopping: bool) -> None:
     for backfill in made.backfills:
         if backfill.done or backfill.cancelled or not backfill.made_here:
             continue
-        if stopping or not has_runs(api, api.call("GET", f"/api/v2/backfills/{backfill.id}")):
+        current = api.call("GET", f"/api/v2/backfills/{backfill.id}")
+        if stopping or not queued_days(api, current):
             cancel(api, backfill.id)
             backfill.cancelled = True
             print(f"cancelled backfill {backfill.id} of {backfill.dag_id}", flush=True)

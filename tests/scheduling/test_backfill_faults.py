@@ -95,6 +95,14 @@ class Lake:
         )
         return [(i, str(f)[:10], str(t)[:10], r, c is not None) for i, f, t, r, c in rows]
 
+    def unfinished_runs(self) -> list[tuple]:
+        return query(
+            self.database,
+            "SELECT run_id, state FROM dag_run WHERE dag_id = :dag"
+            " AND state IN ('queued', 'running')",
+            dag=DAG,
+        )
+
     def migrated(self) -> bool:
         engine = sqlalchemy.create_engine(self.database)
         try:
@@ -291,6 +299,9 @@ def test_api_server_killed_during_a_backfill_leaves_no_backfill_behind(lake):
 def stack(lake):
     started = lake.wirelake("up")
     assert started.returncode == 0, started.stdout + started.stderr[-5000:]
+    # the runs the killed stack of the test before left running are found and finished by
+    # this scheduler first, so that each test below starts from a quiet DAG
+    wait_for(lambda: not lake.unfinished_runs(), "the runs left by a killed stack finished")
     yield lake.stack_state()
     lake.wirelake("down")
 

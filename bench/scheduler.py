@@ -1,14 +1,15 @@
 """The scheduler under load: several sources backfilled at once while it runs their catchup.
 
 Not a test. In a scratch folder under .tmp/ (kept with --keep): a sources config with
---sources (their own format's sample days), start_date so that catchup covers
---catchup-days landed days up to yesterday, and --days earlier landed days to backfill.
-Then, on the metadata database given by --db (a PostgreSQL URL), or on a fresh PostgreSQL
-server of Debian's package (--postgres, tests/pgserver.py), or else SQLite:
+--sources, each with its format's sample days landed for the --days + --catchup-days days
+up to yesterday, its start_date the first of them, catchup on. Then, on the metadata
+database given by --db (a PostgreSQL URL), or on a fresh PostgreSQL server of Debian's
+package (--postgres, tests/pgserver.py), or else SQLite:
 
-1. `./wirelake up`, the sources unpaused (catchup starts);
-2. one `./wirelake backfill SRC1,SRC2,... --from --to` of the --days days (the command
-   polls the API every --poll-seconds);
+1. `./wirelake up`;
+2. one `./wirelake backfill SRC1,SRC2,... --from --to` of the first --days days: it
+   unpauses the DAGs, so the scheduler's catchup runs the days the backfill has no run for
+   (the last --catchup-days) beside it; the command polls the API every --poll-seconds;
 3. once it and catchup are done: runs per kind and final state, runs not finished, the 5xx
    answers in the API server's access log, and the wall times;
 4. with --check, each source backfilled alone again (`--rerun`) and every day's rows
@@ -85,10 +86,10 @@ class Bench:
             raise SystemExit(f"./wirelake {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done
 
-    def land(self, days: list[dt.date], catchup_from: dt.date) -> None:
+    def land(self, days: list[dt.date], start: dt.date) -> None:
         config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
         config["sources"] = {name: config["sources"][name] for name in self.sources}
-        config["defaults"].update(start_date=str(catchup_from), catchup=True)
+        config["defaults"].update(start_date=str(start), catchup=True)
         self.root.joinpath("sources.yaml").write_text(yaml.safe_dump(config))
         for name in self.sources:
             fmt = config["sources"][name]["format"]
@@ -122,8 +123,6 @@ def measure(bench: Bench, days: list[dt.date], catchup: list[dt.date], poll: flo
     started = time.monotonic()
     bench.wirelake("up")
     up_seconds = time.monotonic() - started
-    for source in bench.sources:
-        bench.wirelake("run", "airflow", "dags", "unpause", f"wirelake_{source}")
     began = time.monotonic()
     backfill = bench.wirelake(
         "backfill", ",".join(bench.sources), "--from", str(days[0]), "--to", str(days[-1]),
@@ -176,9 +175,9 @@ def main() -> int:
     args = parse_args()
     sources = [name.strip() for name in args.sources.split(",") if name.strip()]
     yesterday = dt.date.today() - dt.timedelta(days=1)
-    catchup = [yesterday - dt.timedelta(n) for n in range(args.catchup_days - 1, -1, -1)]
-    first = catchup[0] - dt.timedelta(days=args.days)
-    days = [first + dt.timedelta(n) for n in range(args.days)]
+    landed = args.days + args.catchup_days
+    every = [yesterday - dt.timedelta(n) for n in range(landed - 1, -1, -1)]
+    days, catchup = every[: args.days], every[args.days :]
     (ROOT / ".tmp").mkdir(exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="bench-scheduler-", dir=ROOT / ".tmp"))
     with contextlib.ExitStack() as stack:
@@ -187,7 +186,7 @@ def main() -> int:
             database = stack.enter_context(pgserver.postgres_server())
         bench = Bench(root, sources, database)
         print(f"landing {len(days) + len(catchup)} days of {', '.join(sources)} in {root}")
-        bench.land(days + catchup, catchup[0])
+        bench.land(every, every[0])
         figures = measure(bench, days, catchup, args.poll_seconds)
         if args.check:
             bench.wirelake("up")

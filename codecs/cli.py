@@ -1,7 +1,9 @@
 """Command-line inspector for landed dumps: `python -m wirecodecs dump|sample ...`.
 
 `dump` decodes files exactly as the Spark job does (same decoder, same row columns) so a
-person can look at a suspicious file without a cluster. Channels:
+person can look at a suspicious file without a cluster; a FILE may be a URI the jobs take
+(`s3://bucket/landing/...`, credentials and endpoint from the environment, see
+`wirecodecs.locations`). Channels:
 
 * stdout: one JSON object per decoded row (bytes as base64, null as null, event_time as
   ISO-8601 UTC), nothing else, so it pipes into `jq` or a file; rows of a companion table
@@ -25,10 +27,11 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import pyarrow as pa
 
+from wirecodecs import locations
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.options import Resolved, from_json, resolve
 from wirecodecs.registry import TableRows, UnknownFormatError, WireFormat, get
@@ -102,14 +105,22 @@ def _quarantine_json(item: Quarantined) -> dict:
     return {"quarantined": fields}
 
 
+def _open(path: str) -> BinaryIO:
+    """A local file, or a URI (`s3://...`, `hdfs://...`) opened as the jobs open it."""
+    if "://" not in path:
+        return open(path, "rb")
+    filesystem, inner = locations.resolve(path)
+    return filesystem.open_input_stream(inner, compression=None)
+
+
 def dump_file(fmt: WireFormat, path: str, options: Resolved, out: TextIO, err: TextIO) -> None:
     """Decode one file: rows to `out`; quarantined frames, then its summary, to `err`."""
     accounting = FileAccounting(source=path, format=fmt.name)
     rows = 0
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
-    except OSError as error:
-        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+        stream = _open(path)
+    except (OSError, ValueError) as error:  # ValueError: a URI pyarrow.fs cannot take
+        raise CliError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
     with stream:
         for item in fmt.decode(stream, path, accounting, options):
             if isinstance(item, pa.RecordBatch):

@@ -19,7 +19,7 @@ from wirelake_alerts import notifiers
 from wirelake_tasks import LandingSensor, SmallDay, SparkJobOperator
 
 from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES, with_data_root
-from jobs.spark_conf import SmallDayConf, job_conf
+from jobs.spark_conf import SmallDayConf, job_conf, store_conf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOBS_DIR = PROJECT_ROOT / "jobs"
@@ -160,7 +160,7 @@ def _spark_task(
         application_args=args,
         conn_id=settings.get("spark_conn_id", "spark_default"),
         name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
-        conf=job_conf(spark, Path(job).stem),
+        conf={**store_conf(Path(job).stem, warehouse), **job_conf(spark, Path(job).stem)},
         driver_memory=spark.get("driver_memory"),
         executor_memory=spark.get("executor_memory"),
         py_files=spark.get("py_files"),

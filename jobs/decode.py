@@ -192,6 +192,11 @@ def parse_args(argv: list[str] | None) -> DecodeRun:
     landing, warehouse, reports = map(
         storage.absolute, (args.landing, args.warehouse, args.reports)
     )
+    for location in (landing, warehouse, reports):
+        try:  # before any message could name a location with the credentials it carries
+            storage.check_location(location)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
         landing_found = storage.is_dir(landing)
     except (OSError, ValueError) as exc:  # unknown scheme, unreachable store

@@ -1,7 +1,8 @@
 """Where a source's day lives: landing folder, tables, quarantine, manifest, reports.
 
 Locations are URIs or absolute local paths, joined with "/" so that the same layout holds
-on local disk, HDFS and S3.
+on local disk, HDFS and S3. A URI's query (`s3://lake/w?endpoint_override=...`) stays at
+its end: paths are joined before it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,23 @@ QUARANTINE_DIR = "_quarantine"  # tables and folders starting with "_" are not s
 MANIFEST_DIR = "_manifests"
 
 
+def _split_query(location: str) -> tuple[str, str]:
+    """(`location` without its query, "?query" or "")."""
+    if "://" not in location:
+        return location, ""
+    head, mark, query = location.partition("?")
+    return head, mark + query
+
+
 def join(base: str, *parts: str) -> str:
-    return "/".join([base.rstrip("/"), *parts])
+    head, query = _split_query(base)
+    return "/".join([head.rstrip("/"), *parts]) + query
+
+
+def sibling(location: str, name: str) -> str:
+    """`name` in the folder that holds `location`."""
+    head, query = _split_query(location)
+    return f"{head.rstrip('/').rsplit('/', 1)[0]}/{name}{query}"
 
 
 def partition(date: dt.date) -> str:

@@ -320,7 +320,7 @@ def write_row(warehouse: str, kind: str, name: str, date: dt.date, row: Mapping)
     """Replace the row of `name` for day `date`: staged beside it, then moved in place."""
     schema = SCHEMAS[kind]
     final = row_dir(warehouse, kind, name, date)
-    staged = f"{final.rsplit('/', 1)[0]}/.staging-{PARTITIONS[kind]}={name}-{uuid.uuid4().hex[:12]}"
+    staged = layout.sibling(final, f".staging-{PARTITIONS[kind]}={name}-{uuid.uuid4().hex[:12]}")
     filesystem, path = storage.resolve(staged)
     filesystem.create_dir(path, recursive=True)
     table = pa.Table.from_pylist([row], schema=schema)

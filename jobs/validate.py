@@ -96,7 +96,7 @@ def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
     the count reconciliation, not a read error, reports a missing partition."""
     location = layout.partition_dir(args.warehouse, args.checked, args.date)
     if storage.exists(location):
-        return spark.read.parquet(location)
+        return spark.read.parquet(storage.spark_location(spark, location))
     log.warning("partition %s does not exist; validating it as empty", location)
     fmt = wirecodecs.get(manifest["format"])
     if args.table is None:  # the options the decode recorded, read as it read them

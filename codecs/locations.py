@@ -1,0 +1,60 @@
+"""Where a file is: a local path or a URI, opened through pyarrow.fs (local disk, HDFS, S3).
+
+The jobs (`jobs.storage`) and the inspector (`python -m wirecodecs dump s3://...`) open
+locations the same way. An `s3://` location takes its endpoint and region from the URI's
+query where it names them (`?endpoint_override=...&region=...`), else from the standard AWS
+environment (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_REGION` or
+`AWS_DEFAULT_REGION`), which pyarrow does not read itself. Credentials only ever come from
+the AWS SDK's own chain (the `AWS_*` variables, a profile, an instance role): a location
+that carries them is refused, since locations are logged, passed on command lines and
+written into manifests.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+from pyarrow import fs as pafs
+
+CREDENTIAL_KEYS = ("access_key", "secret_key", "session_token")  # pyarrow's S3 URI options
+
+
+def absolute(location: str) -> str:
+    """`location` with a relative local path made absolute; URIs are kept as given."""
+    return location if "://" in location else os.path.abspath(location)
+
+
+def s3_settings(location: str) -> dict[str, str]:
+    """The endpoint and region of an `s3://` location: its query's, else the environment's."""
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
+    environment = {
+        "endpoint_override": os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL"),
+        "region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+    }
+    settings = {key: value for key, value in environment.items() if value}
+    settings.update(query)
+    return settings
+
+
+def check_location(location: str) -> None:
+    """Refuse a location that carries credentials (they belong in the environment)."""
+    parts = urllib.parse.urlsplit(location)
+    keys = {key for key, _ in urllib.parse.parse_qsl(parts.query)}
+    if "@" in parts.netloc or keys & set(CREDENTIAL_KEYS):
+        raise ValueError(
+            f"{parts.scheme}://{parts.hostname or ''}{parts.path}: credentials in a location "
+            "are refused (locations are logged and recorded); use the AWS_* environment"
+        )
+
+
+def resolve(location: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding `location` and the path inside it."""
+    location = absolute(location)
+    check_location(location)
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme == "s3":
+        query = urllib.parse.urlencode(s3_settings(location))
+        location = urllib.parse.urlunsplit(parts._replace(query=query))
+    return pafs.FileSystem.from_uri(location)

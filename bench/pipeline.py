@@ -12,7 +12,8 @@ written by the format's own bench/<fmt>_decode.py generator: files of about --fi
   batches to Parquet (pyarrow ParquetWriter, snappy): what the work costs without Spark;
 * decode job: jobs/decode.py through spark-submit, as the DAG submits it (options, driver
   memory and conf from dags/sources.yaml) with both error gates open;
-* validate job: jobs/validate.py with the format's suite over the partition just written.
+* validate job: jobs/validate.py with the format's suite over the partition just written,
+  with the Spark jobs it ran and those of them that scanned the partition (its event log).
 
 Every run is a command whose whole process tree is measured (bench/proctree.py): wall
 seconds, CPU seconds (user + sys of every process), peak summed RSS and the peaks of the
@@ -215,7 +216,11 @@ def decode_job(day: Day) -> list[str]:
 
 
 def validate_job(day: Day) -> list[str]:
-    return spark_submit(
+    """The validate job's command, with a Spark event log of its own (see scan_jobs)."""
+    events = day.scratch / "events"
+    shutil.rmtree(events, ignore_errors=True)
+    events.mkdir()
+    command = spark_submit(
         day,
         "validate",
         "jobs/validate.py",
@@ -223,6 +228,36 @@ def validate_job(day: Day) -> list[str]:
         *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
         *pairs("--param", day.params),
     )
+    logging = ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}"]
+    return [command[0], *logging, *command[1:]]
+
+
+def scan_jobs(day: Day) -> dict:
+    """The Spark jobs of the last validate run that read the partition, from its event
+    log: a job counts when a stage it ran (not one it skipped, its output reused) scans
+    Parquet files."""
+    (log,) = (day.scratch / "events").iterdir()
+    active: dict[int, set[int]] = {}  # running job -> its stages
+    scanning: set[int] = set()  # stages that read files
+    jobs, scanned = set(), set()
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        if event["Event"] == "SparkListenerJobStart":
+            jobs.add(event["Job ID"])
+            active[event["Job ID"]] = set(event["Stage IDs"])
+            for stage in event["Stage Infos"]:
+                scopes = " ".join(
+                    str(rdd.get("Scope", "")) + rdd["Name"] for rdd in stage["RDD Info"]
+                )
+                if "Scan parquet" in scopes or "FileScanRDD" in scopes:
+                    scanning.add(stage["Stage ID"])
+        elif event["Event"] == "SparkListenerJobEnd":
+            active.pop(event["Job ID"], None)
+        elif event["Event"] == "SparkListenerStageSubmitted":
+            stage = event["Stage Info"]["Stage ID"]
+            if stage in scanning:
+                scanned |= {job for job, stages in active.items() if stage in stages}
+    return {"spark_jobs": len(jobs), "scan_jobs": len(scanned)}
 
 
 def startup_app(day: Day) -> list[str]:
@@ -252,13 +287,14 @@ class Step:
     command: Callable[[Day], list[str]]
     rows: Callable[[Day, proctree.TreeRun], int] | None = None  # after a run that succeeded
     after: str | None = None  # runs only when that step succeeded in the same round
+    figures: Callable[[Day], dict] | None = None  # more figures of a run that succeeded
 
 
 STEPS = [
     Step("spark start-up", startup_app),
     Step("floor", floor, floor_rows),
     Step("decode job", decode_job, manifest_rows),
-    Step("validate job", validate_job, manifest_rows, after="decode job"),
+    Step("validate job", validate_job, manifest_rows, after="decode job", figures=scan_jobs),
 ]
 
 
@@ -352,6 +388,7 @@ def measure(step: Step, day: Day, round_: int, timeout: float) -> dict:
         result["mb"] = day.mb
         result["rows_per_s"] = result["rows"] / run.wall_seconds
         result["mb_per_s"] = day.mb / run.wall_seconds
+        result |= step.figures(day) if step.figures else {}
     progress(f"round {round_}: {step.name}: {result['status']}, {run.wall_seconds:.1f} s wall")
     return result
 
@@ -452,6 +489,8 @@ COLUMNS: list[harness.Column] = [
     ("JVM MB", ">8.0f", figure("kinds", "jvm")),
     ("workers MB", ">11.0f", figure("kinds", "python-workers")),
     ("python MB", ">10.0f", figure("kinds", "python")),
+    ("Spark jobs", ">11", figure("spark_jobs")),
+    ("of them scans", ">14", figure("scan_jobs")),
 ]
 
 

@@ -9,11 +9,13 @@ ephemeral context's temporary `local_site`) in a local folder, made to open offl
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from dataclasses import dataclass
 
 import great_expectations as gx
 from great_expectations.checkpoint import UpdateDataDocsAction
+from great_expectations.core.run_identifier import RunIdentifier
 from great_expectations.data_context.types.base import (
     DataContextConfig,
     InMemoryStoreBackendDefaults,
@@ -25,12 +27,6 @@ from expectations import offline_docs, shared_scan
 SITE = "wirelake"
 LINEAGE = ["source_file", "byte_offset"]  # unexpected rows are reported by these columns
 SHOWN_VALUES = 5  # unexpected values / rows quoted per failed expectation
-# From this day size (landed bytes) up, the first pass quotes no values. Quoting costs a
-# third of a pass whether or not there is anything to quote (Kafka suite, warm: 0.9 of
-# 2.6 s on a 2,262-row day, ~5 of ~14 s on a 1 GB day), and skipping it costs a second pass
-# on a day with tolerated unexpected values. On a small day either is a second or two; on
-# a large day, skipping saves seconds on every clean day, which most days are.
-QUOTE_FIRST_BELOW_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -63,46 +59,30 @@ def _context(docs_dir: str):
 
 
 def validate(
-    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, day_bytes: int
+    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, run_name: str
 ) -> Outcome:
-    """Validate the Spark DataFrame `frame` (asset name `asset`), a day of `day_bytes`
-    landed bytes; Data Docs go to `docs_dir`.
+    """Validate the Spark DataFrame `frame` (asset name `asset`; `run_name` says which
+    day and decode run Data Docs show it as); Data Docs go to `docs_dir`.
 
-    The first pass asks for counts (`BASIC`). A failed expectation sends the day to a
-    second pass for the failing rows' values and lineage (`SUMMARY`). Quoting unexpected
-    values costs a scan per expectation even when there is none to quote, and for the
-    uniqueness check a second sort of the day; so on a large day the first pass quotes
-    nothing, and only a day where an expectation met unexpected values within its `mostly`
-    is validated again for its quotes. Every path ends with the result and Data Docs that
-    quoting from the start gives. 1 GB Kafka day, clean: 27.6 -> 22.7 s wall (Spark jobs
-    14.4 -> 9.4 s)."""
-    quotes = SHOWN_VALUES if day_bytes < QUOTE_FIRST_BELOW_BYTES else 0
-    outcome = _run(frame, suite, asset, docs_dir, "BASIC", quotes)
+    The first pass asks for counts and quotes (`BASIC`): quotes cost nothing on a clean
+    day (shared_scan reads them only for metrics with unexpected values). A failed
+    expectation sends the day to a second pass for the failing rows' lineage (`SUMMARY`)."""
+    outcome = _run(frame, suite, asset, docs_dir, "BASIC", run_name)
     if outcome.failures:
-        detail = "SUMMARY"
-    elif not quotes and _met_unexpected_values(outcome.result):
-        detail = "BASIC"
-    else:
-        detail = None
-    if detail:
         shutil.rmtree(docs_dir, ignore_errors=True)
-        outcome = _run(frame, suite, asset, docs_dir, detail, SHOWN_VALUES)
+        outcome = _run(frame, suite, asset, docs_dir, "SUMMARY", run_name)
     offline_docs.make_offline(docs_dir)
     return outcome
 
 
-def _met_unexpected_values(result: dict) -> bool:
-    return any((item.get("result") or {}).get("unexpected_count") for item in result["results"])
-
-
 def _run(
-    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, detail: str, quotes: int
+    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, detail: str, run_name: str
 ) -> Outcome:
     context = _context(docs_dir)
-    batch = (
-        shared_scan.add_datasource(context, "wirelake")
-        .add_dataframe_asset(name=asset)
-        .add_batch_definition_whole_dataframe(name="partition")
+    source = shared_scan.add_datasource(context, "wirelake")
+    source.get_execution_engine().data_asset_name = run_name  # what Data Docs call the batch
+    batch = source.add_dataframe_asset(name=asset).add_batch_definition_whole_dataframe(
+        name="partition"
     )
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(
@@ -117,11 +97,14 @@ def _run(
             result_format={
                 "result_format": detail,
                 "unexpected_index_column_names": LINEAGE,
-                "partial_unexpected_count": quotes,
+                "partial_unexpected_count": SHOWN_VALUES,
             },
         )
     )
-    run = checkpoint.run(batch_parameters={"dataframe": frame})
+    run = checkpoint.run(
+        batch_parameters={"dataframe": frame},
+        run_id=RunIdentifier(run_name=run_name, run_time=dt.datetime.now(dt.UTC)),
+    )
     (validation,) = run.run_results.values()
     result = validation.to_json_dict()
     failures = [failure_summary(item) for item in result["results"] if not item["success"]]

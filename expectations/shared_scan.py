@@ -78,10 +78,18 @@ class SharedScanEngine(SparkDFExecutionEngine):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.data_asset_name: str | None = None  # what Data Docs name the batch by
         self._graph: dict = {}
         # deferred metrics: id -> (GE's computation, how this engine computes it: a plan)
         self._pending: dict[str, tuple[MetricComputationConfiguration, tuple]] = {}
         self._counts: dict[tuple, str] = {}  # (metric family, domain, values) -> count's id
+
+    def get_batch_data_and_markers(self, batch_spec):
+        """GE's, the batch named: a DataFrame's batch spec has no data asset name, so its
+        Data Docs page says "Data asset: None"."""
+        if self.data_asset_name:
+            batch_spec["data_asset_name"] = self.data_asset_name
+        return super().get_batch_data_and_markers(batch_spec)
 
     def resolve_metrics(self, metrics_to_resolve, metrics=None, runtime_configuration=None):
         self._graph = {} if metrics is None else metrics  # GE's resolved metrics, updated

@@ -121,9 +121,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
     try:
-        outcome = runner.validate(
-            frame, suite, args.checked, docs, day_bytes=manifest["totals"]["bytes_total"]
-        )
+        outcome = runner.validate(frame, suite, args.checked, docs, run_name(args, manifest))
         storage.publish_dir(docs, docs_dir)
     finally:
         shutil.rmtree(docs, ignore_errors=True)
@@ -144,6 +142,13 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     storage.write_json(report["result_path"], report)
     metrics.record_validation(args.warehouse, report)
     return report
+
+
+def run_name(args, manifest: dict) -> str:
+    """What Data Docs name the validated batch by: source, table, day, decode run (its
+    start); no '/', which the docs' file names refuse."""
+    started = (manifest.get("run") or {}).get("started_at", "unknown")
+    return f"source {args.source}, table {args.checked}, dt={args.date}, decode run {started}"
 
 
 def summary_line(report: dict) -> str:

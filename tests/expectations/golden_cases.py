@@ -240,9 +240,7 @@ def run(spark, case: Case, scratch: Path):
     facts = case.facts(rows)
     frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=case.schema))
     suite = registry.get(case.suite).build(facts, case.params)
-    return runner.validate(
-        frame, suite, case.suite, str(scratch / "docs"), facts.manifest["totals"]["bytes_total"]
-    )
+    return runner.validate(frame, suite, case.suite, str(scratch / "docs"), case.suite)
 
 
 def write(spark, scratch: Path) -> None:

@@ -39,6 +39,7 @@ import pyarrow.dataset as ds
 import sqlalchemy
 import yaml
 
+from jobs.demo import write_secrets
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,10 +92,10 @@ class Bench:
         config["sources"] = {name: config["sources"][name] for name in self.sources}
         config["defaults"].update(start_date=str(start), catchup=True)
         self.root.joinpath("sources.yaml").write_text(yaml.safe_dump(config))
+        write_secrets(self.data)
         for name in self.sources:
-            fmt = config["sources"][name]["format"]
             for day in days:
-                samples.write_sample_day(fmt, self.data / "landing" / name / f"dt={day}", day)
+                samples.write_sample_day(name, self.data / "landing" / name / f"dt={day}", day)
 
     def runs(self) -> list[tuple[str, str, str, str]]:
         """(dag_id, day, run_type, state) of every run."""

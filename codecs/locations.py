@@ -18,6 +18,18 @@ import urllib.parse
 from pyarrow import fs as pafs
 
 CREDENTIAL_KEYS = ("access_key", "secret_key", "session_token")  # pyarrow's S3 URI options
+# What an s3:// location's query may set (pyarrow's S3FileSystem arguments), as their types.
+S3_OPTIONS = {
+    "endpoint_override": str,
+    "region": str,
+    "scheme": str,
+    "request_timeout": float,
+    "connect_timeout": float,
+}
+# Seconds an S3 request may go without a byte. The SDK's default, 3 s, fails the commit's
+# server-side copy of a large part, which sends nothing until it is done (128 MB on a
+# loopback server: over 3 s under load).
+S3_REQUEST_TIMEOUT = 300.0
 
 
 def absolute(location: str) -> str:
@@ -54,7 +66,12 @@ def resolve(location: str) -> tuple[pafs.FileSystem, str]:
     location = absolute(location)
     check_location(location)
     parts = urllib.parse.urlsplit(location)
-    if parts.scheme == "s3":
-        query = urllib.parse.urlencode(s3_settings(location))
-        location = urllib.parse.urlunsplit(parts._replace(query=query))
-    return pafs.FileSystem.from_uri(location)
+    if parts.scheme != "s3":
+        return pafs.FileSystem.from_uri(location)
+    options: dict = {"request_timeout": S3_REQUEST_TIMEOUT}
+    for key, value in s3_settings(location).items():
+        if key not in S3_OPTIONS:
+            raise ValueError(f"s3://{parts.netloc}{parts.path}: unknown option {key!r}")
+        options[key] = S3_OPTIONS[key](value)
+    path = urllib.parse.unquote(f"{parts.netloc}{parts.path}").rstrip("/")
+    return pafs.S3FileSystem(**options), path

@@ -38,7 +38,7 @@ class S3Server:
             env["AWS_ENDPOINT_URL"] = self.endpoint
         return env
 
-    def filesystem(self) -> pafs.S3FileSystem:
+    def filesystem(self, **options) -> pafs.S3FileSystem:
         """The test's own client: creates buckets, uploads landings, reads back outputs."""
         return pafs.S3FileSystem(
             access_key=self.access_key,
@@ -46,6 +46,7 @@ class S3Server:
             endpoint_override=self.endpoint,
             region="us-east-1",
             allow_bucket_creation=True,
+            **options,
         )
 
 

@@ -375,6 +375,8 @@ def follow(api: Api, backfills: list[Backfill], args: argparse.Namespace, since:
     seen: dict[tuple, str] = {}
     deadline = time.monotonic() + args.timeout_minutes * 60
     while not all(backfill.done for backfill in backfills):
+        if not args.api:
+            revive_stack()
         for backfill in (b for b in backfills if not b.done):
             runs = day_runs(api, backfill.dag_id, args.start, args.end)
             scheduled = started_since(api, backfill.dag_id, since)
@@ -396,6 +398,25 @@ def follow(api: Api, backfills: list[Backfill], args: argparse.Namespace, since:
             raise TimedOut(f"backfill not done after {args.timeout_minutes} min")
         if not all(backfill.done for backfill in backfills):
             time.sleep(args.poll_seconds)
+
+
+def revive_stack() -> None:
+    """Restart a component of the project's stack that died (the scheduler, say), so that
+    no run waits for ever on it."""
+    state = stack.read_state()
+    dead = [
+        name
+        for name, entry in (state or {}).get("components", {}).items()
+        if not stack.alive(entry)
+    ]
+    if dead:
+        print(
+            f"wirelake: the stack's {', '.join(dead)} stopped (logs: {state['logs']}/); "
+            "restarting it",
+            file=sys.stderr,
+            flush=True,
+        )
+        stack.up()
 
 
 @dataclass
@@ -497,7 +518,11 @@ def table(lines: list[list[str]]) -> str:
 def run_backfills(api: Api, sources: list[str], args: argparse.Namespace, made: Made) -> int:
     """Create (or adopt) one backfill per source, follow them, print the closing table."""
     since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    unpause(api, sources, made.paused)
+    for source in sources:
+        wait_for_dag(api, dag_id(source))
+    # created before the unpause, so that the scheduler's catchup finds these days' runs
+    # there: both making a run for one day at once crashed the scheduler on PostgreSQL
+    # (a unique-key violation in its run creation)
     for source in sources:
         request = {
             "dag_id": dag_id(source),
@@ -509,6 +534,7 @@ def run_backfills(api: Api, sources: list[str], args: argparse.Namespace, made: 
         made.backfills.append(backfill)
         if backfill.made_here:
             print(f"backfill {backfill.id} of {backfill.dag_id} {args.start}..{args.end} created")
+    unpause(api, sources, made.paused)
     follow(api, made.backfills, args, since)
     config = load_config()
     lines = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import signal
@@ -134,9 +135,24 @@ def run_logged(command: list[str], log: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"wirelake: {' '.join(command[:3])} failed ({code}); see {log}")
 
 
+@contextlib.contextmanager
+def locked():
+    """One `up` or `down` at a time per Airflow home (a backfill command restarting a dead
+    scheduler while a user runs `./wirelake up` must not start two)."""
+    airflow_home().mkdir(parents=True, exist_ok=True)
+    with (airflow_home() / "stack.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def up(host: str = "127.0.0.1", port: int | None = None, timeout: float = 300) -> dict:
     """Start the stack, or the components of it that died; return its state once it is
     healthy."""
+    with locked():
+        return _up(host, port, timeout)
+
+
+def _up(host: str, port: int | None, timeout: float) -> dict:
     state = read_state()
     if state and all(alive(entry) for entry in state["components"].values()):
         return state
@@ -179,7 +195,7 @@ def up(host: str = "127.0.0.1", port: int | None = None, timeout: float = 300) -
     while not healthy(health(url)):
         dead = [name for name, entry in components.items() if not alive(entry)]
         if dead or time.monotonic() > deadline:
-            down()
+            _down(STOP_GRACE_SECONDS)
             why = f"{', '.join(dead)} exited" if dead else f"not healthy after {timeout:.0f} s"
             raise SystemExit(f"wirelake: Airflow stack did not start: {why}; see {logs}/")
         time.sleep(2)
@@ -239,6 +255,11 @@ def _signal(processes: list[psutil.Process], groups: set[int], sig: int) -> None
 def down(grace: float = STOP_GRACE_SECONDS) -> list[int]:
     """Stop exactly what `up` started: SIGTERM to each process group (and any descendant
     outside it), SIGKILL after `grace` seconds; return the pids still alive (none)."""
+    with locked():
+        return _down(grace)
+
+
+def _down(grace: float) -> list[int]:
     state = read_state()
     if state is None:
         return []

@@ -28,12 +28,12 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow.dataset as ds
 
-from jobs import layout, stack
+from jobs import layout, stack, storage
+from wirecodecs.locations import resolve
 
 sys.path.insert(0, str(stack.ROOT / "dags"))
 from dag_factory import load_config, source_paths
@@ -482,17 +482,21 @@ def cancel_all(api: Api, sources: list[str]) -> int:
 
 
 def day_row(config: dict, source: str, day: str, state: str) -> list[str]:
-    """One line of the closing table, read from the day's manifest and validation report."""
+    """One line of the closing table, read from the day's manifest and validation report
+    (on local disk or an object store alike)."""
     paths = source_paths(config, source)
     date = dt.date.fromisoformat(day)
-    manifest_path = Path(layout.manifest_path(paths["warehouse"], source, date))
-    report_path = Path(layout.validation_path(paths["reports"], source, date))
-    partition = Path(layout.partition_dir(paths["warehouse"], source, date))
-    rows = ds.dataset(partition, format="parquet").count_rows() if partition.exists() else None
-    totals = json.loads(manifest_path.read_text())["totals"] if manifest_path.exists() else {}
+    manifest = layout.manifest_path(paths["warehouse"], source, date)
+    report = layout.validation_path(paths["reports"], source, date)
+    partition = layout.partition_dir(paths["warehouse"], source, date)
+    rows = None
+    if storage.is_dir(partition):
+        filesystem, path = resolve(partition)
+        rows = ds.dataset(path, filesystem=filesystem, format="parquet").count_rows()
+    totals = storage.read_json(manifest)["totals"] if storage.exists(manifest) else {}
     outcomes = []
-    if report_path.exists():
-        outcomes = [item["success"] for item in json.loads(report_path.read_text())["results"]]
+    if storage.exists(report):
+        outcomes = [item["success"] for item in storage.read_json(report)["results"]]
     return [
         source,
         day,
@@ -501,7 +505,7 @@ def day_row(config: dict, source: str, day: str, state: str) -> list[str]:
         f"{totals['frames_bad']:,}" if totals else "-",
         f"{totals['bad_byte_rate']:.2%}" if totals else "-",
         f"{outcomes.count(True)}/{outcomes.count(False)}" if outcomes else "-",
-        str(report_path.parent) if report_path.exists() else "-",
+        layout.report_dir(paths["reports"], source, date) if outcomes else "-",
     ]
 
 

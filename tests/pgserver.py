@@ -42,7 +42,7 @@ def wanted() -> bool:
     return required or (os.environ.get("WIRELAKE_TEST_DB") != "sqlite" and bool(server_bin()))
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -57,7 +57,7 @@ def postgres_server() -> Iterator[str]:
     folder = Path(tempfile.mkdtemp(prefix="wirelake-pg-"))
     if run_as:
         shutil.chown(folder, run_as)
-    password, port = secrets.token_hex(12), _free_port()
+    password, port = secrets.token_hex(12), free_port()
     (folder / "password").write_text(password)
     if run_as:
         shutil.chown(folder / "password", run_as)

@@ -401,13 +401,14 @@ def follow(api: Api, backfills: list[Backfill], args: argparse.Namespace, since:
 
 
 def revive_stack() -> None:
-    """Restart a component of the project's stack that died (the scheduler, say), so that
-    no run waits for ever on it."""
+    """Restart a background component of the project's stack that died (the scheduler,
+    say), so that no run waits for ever on it. Not the API server: losing it, this command
+    can no longer follow what it made, and says so instead."""
     state = stack.read_state()
     dead = [
         name
         for name, entry in (state or {}).get("components", {}).items()
-        if not stack.alive(entry)
+        if name != "api-server" and not stack.alive(entry)
     ]
     if dead:
         print(

@@ -228,7 +228,11 @@ def validate_job(day: Day) -> list[str]:
         *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
         *pairs("--param", day.params),
     )
-    logging = ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}"]
+    logging = [
+        *("--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}"),
+        *("--conf", "spark.eventLog.rolling.enabled=false"),  # one file, of JSON lines
+        *("--conf", "spark.eventLog.compress=false"),
+    ]
     return [command[0], *logging, *command[1:]]
 
 

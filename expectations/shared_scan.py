@@ -51,13 +51,16 @@ from pyspark.sql import functions as F
 
 from expectations import ordered_ids
 
+# GE metrics that list table.row_count as a dependency but read only their condition
 READ_ONLY_THEIR_CONDITION = (".condition", ".aggregate_fn", ".unexpected_count")
 # Direct metrics that quote rows or values: read only where their count is not zero.
 QUOTES = (".unexpected_values", ".unexpected_index_list", "unexpected_rows_query.table")
 ROWS_QUERY = "unexpected_rows_query"
 # A query that selects rows of the batch by a condition: its row count is that
 # condition's count. Anything else in the condition (a subquery, a grouping) is not.
-_WHERE_QUERY = re.compile(r"\s*SELECT\s.+?\sFROM\s+\{batch\}\s+WHERE\s+(?P<condition>.+?)\s*", re.S)
+_WHERE_QUERY = re.compile(
+    r"\s*SELECT\s.+?\sFROM\s+\{batch\}\s+WHERE\s+(?P<condition>.+?)\s*", re.S | re.I
+)
 _NOT_A_ROW_CONDITION = re.compile(r"\b(SELECT|FROM|GROUP|HAVING|ORDER|LIMIT|JOIN|UNION)\b", re.I)
 # A query that reads the batch only through its row count (the byte gate's)
 ROW_COUNT_OF_BATCH = "(SELECT count(1) FROM {batch})"
@@ -223,14 +226,15 @@ class SharedScanEngine(SparkDFExecutionEngine):
     def _flush(self) -> None:
         """Compute every deferred metric: the shared aggregation, ordered uniqueness, then
         quotes of the metrics whose count is not zero; placeholders are replaced in GE's
-        resolved metrics and the engine's cache."""
+        resolved metrics and the engine's cache. A metric that fails is taken out of them
+        and reported to GE, which records it for its expectations and may ask again."""
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
         kinds = {kind: {} for kind in ("aggregate", "ordered", "rows_query", "quote", "bundle")}
         for metric_id, (config, (kind, payload)) in pending.items():
             kinds[kind][metric_id] = payload if kind != "bundle" else config
-        values, rows = self._aggregate(kinds["aggregate"], pending)
+        values, rows, failed = self._aggregate(kinds["aggregate"])
         for metric_id, (columns, order) in kinds["ordered"].items():
             values[metric_id] = ordered_ids.duplicate_rows(self._batch(), columns, order)
         for metric_id, query in kinds["rows_query"].items():
@@ -242,30 +246,32 @@ class SharedScanEngine(SparkDFExecutionEngine):
             values[metric_id] = self._quote(pending[metric_id][0], rows)
         self._graph.update(values)
         self._metric_cache.update(values)
+        if failed:
+            for metric_id in failed:
+                self._graph.pop(metric_id, None)
+                self._metric_cache.pop(metric_id, None)
+            raise MetricResolutionError(
+                message=str(next(iter(failed.values()))),
+                failed_metrics=[pending[metric_id][0].metric_configuration for metric_id in failed],
+            )
 
-    def _aggregate(self, aggregates: Mapping[str, Column], pending: Mapping):
-        """The deferred aggregates in one Spark aggregation (each alone, as GE falls back,
-        if that one fails), and the batch's row count."""
+    def _aggregate(self, aggregates: Mapping[str, Column]):
+        """The deferred aggregates in one Spark aggregation, and the batch's row count; if
+        that fails, each alone (as GE falls back), with the errors of those that fail."""
         ids = list(aggregates)
         columns = [aggregates[metric_id].alias(f"m{i}") for i, metric_id in enumerate(ids)]
         batch = self._batch()
         try:
             row = batch.agg(*columns, F.count(F.lit(1)).alias("rows")).first()
         except Exception:
-            return self._one_by_one(batch, aggregates, pending), batch.count()
-        return {metric_id: row[f"m{i}"] for i, metric_id in enumerate(ids)}, row["rows"]
-
-    def _one_by_one(self, batch, aggregates: Mapping[str, Column], pending: Mapping) -> dict:
-        values, failed, error = {}, [], None
-        for metric_id, aggregate in aggregates.items():
-            try:
-                values[metric_id] = batch.agg(aggregate).first()[0]
-            except Exception as exc:  # GE's verdict: this metric's expectations raised
-                failed.append(pending[metric_id][0].metric_configuration)
-                error = exc
-        if failed:
-            raise MetricResolutionError(message=str(error), failed_metrics=failed) from error
-        return values
+            values, failed = {}, {}
+            for metric_id, aggregate in aggregates.items():
+                try:
+                    values[metric_id] = batch.agg(aggregate).first()[0]
+                except Exception as exc:  # GE's verdict: this metric's expectations raised
+                    failed[metric_id] = exc
+            return values, batch.count(), failed
+        return {metric_id: row[f"m{i}"] for i, metric_id in enumerate(ids)}, row["rows"], {}
 
     def _without_batch(self, query: str, rows: int):
         """A query that reads the batch only through its row count, on that count."""

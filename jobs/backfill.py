@@ -364,7 +364,7 @@ def unpause(api: Api, sources: list[str], paused: list[str]) -> None:
             print(
                 f"unpaused {dag} for the backfill (Airflow runs backfill runs only of unpaused "
                 "DAGs): its scheduled catchup runs may start too and are shown below; paused "
-                "again at the end",
+                "again at the end unless those still run",
                 flush=True,
             )
 
@@ -446,8 +446,26 @@ def wind_down(api: Api, made: Made, stopping: bool) -> None:
                 file=sys.stderr,
             )
     while made.paused:
-        api.call("PATCH", f"/api/v2/dags/{made.paused[-1]}", {"is_paused": True})
+        repause(api, made.paused[-1])
         made.paused.pop()
+
+
+def repause(api: Api, dag: str) -> None:
+    """Pause a DAG this command unpaused, unless runs of its own that the unpause let
+    start are still queued or running: a paused DAG's runs stop where they are, so the DAG
+    is left unpaused for them, saying so."""
+    query = "run_type=scheduled&state=queued&state=running&limit=1000"
+    active = api.call("GET", f"/api/v2/dags/{dag}/dagRuns?{query}")["dag_runs"]
+    if not active:
+        api.call("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
+        return
+    days = ", ".join(sorted(run["logical_date"][:10] for run in active))
+    print(
+        f"{dag} left unpaused: its scheduled runs of {days} are queued or running (pausing it "
+        f"would stop them where they are); pause it when they are done: ./wirelake run "
+        f"airflow dags pause {dag}",
+        flush=True,
+    )
 
 
 def settle(api: Api, made: Made, stopping: bool) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
+import psutil
 import sqlalchemy
 import yaml
 
@@ -132,6 +133,21 @@ def _utc(value: dt.datetime | str | None) -> dt.datetime | None:
     if value is None or isinstance(value, dt.datetime):
         return value
     return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
+
+
+def home_processes(home: Path, last_word: str | None = None) -> list[psutil.Process]:
+    """Every live process whose environment names the Airflow home `home` (and whose
+    command line ends with `last_word`, if given: "scheduler", say)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("AIRFLOW_HOME") != str(home):
+                continue
+            if last_word is None or process.cmdline()[-1:] == [last_word]:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
 
 
 def sqlite_url(home: Path) -> str:

@@ -41,7 +41,7 @@ import pyarrow.dataset as ds
 import pytest
 import sqlalchemy
 import yaml
-from airflowrun import query, sqlite_url, task_instances
+from airflowrun import home_processes, query, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -148,18 +148,6 @@ def lake(tmp_path_factory, metadata_db) -> Lake:
     for day in DAYS:
         samples.write_sample_day("kafka", data / "landing" / "kafka" / f"dt={day}", day)
     return Lake(home, data, env, metadata_db or sqlite_url(home))
-
-
-def stack_processes(home: Path) -> list[psutil.Process]:
-    """Every live process whose environment names this module's AIRFLOW_HOME."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get("AIRFLOW_HOME") == str(home):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
 
 
 def wait_for(predicate, what: str, timeout: float = BOUND_SECONDS):
@@ -271,7 +259,7 @@ def test_two_backfills_back_to_back_each_with_its_own_stack(lake):
         (DAYS[0], DAYS[1], "completed", True),
     ]
     assert lake.stack_state() is None
-    assert stack_processes(lake.home) == []
+    assert home_processes(lake.home) == []
     REFERENCE.update({day: lake.rows(day) for day in DAYS})
 
 
@@ -293,7 +281,7 @@ def test_api_server_killed_during_a_backfill_leaves_no_backfill_behind(lake):
     assert len(made) == 1 and made[0][4], (made, said)  # completed: cancelled
     assert f"cancelled backfill {made[0][0]} of {DAG}" in stdout
     assert lake.stack_state() is None
-    assert stack_processes(lake.home) == []
+    assert home_processes(lake.home) == []
 
 
 @pytest.fixture(scope="module")
@@ -307,38 +295,36 @@ def stack(lake):
     lake.wirelake("down")
 
 
-def test_a_503_after_the_backfill_was_made_is_followed_not_repeated(lake, stack):
-    proxy = FaultProxy(stack["url"], lambda body, forward: forward())
+def rerun_through_fault(lake: Lake, stack: dict, day: str, fault):
+    """`backfill --rerun` of one day through a FaultProxy injecting `fault`: the command's
+    result (it succeeded, after Airflow's 503) and the backfills made meanwhile."""
+    proxy = FaultProxy(stack["url"], fault)
     try:
         before = lake.backfills()
         result = lake.wirelake(
-            "backfill", "kafka", "--from", DAYS[0], "--to", DAYS[0], "--rerun", "--api", proxy.url
+            "backfill", "kafka", "--from", day, "--to", day, "--rerun", "--api", proxy.url
         )
     finally:
         proxy.close()
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
-    assert not proxy.armed  # the fault was injected
-    assert "HTTP 503" in output
-    made = lake.backfills()[len(before) :]
+    assert not proxy.armed, "the fault was not injected"
+    assert "HTTP 503" in output and LOCKED in output
+    return result, lake.backfills()[len(before) :]
+
+
+def test_a_503_after_the_backfill_was_made_is_followed_not_repeated(lake, stack):
+    result, made = rerun_through_fault(lake, stack, DAYS[0], lambda body, forward: forward())
+    output = result.stdout + result.stderr
     assert [(f, t, r, done) for _, f, t, r, done in made] == [(DAYS[0], DAYS[0], "completed", True)]
     assert f"following backfill {made[0][0]} of {DAG}" in result.stdout
     assert lake.rows(DAYS[0]) == REFERENCE[DAYS[0]]
 
 
 def test_a_503_after_a_half_made_backfill_cancels_it_and_creates_it_again(lake, stack):
-    proxy = FaultProxy(stack["url"], lambda body, forward: write_half_made(lake, body))
-    try:
-        before = lake.backfills()
-        result = lake.wirelake(
-            "backfill", "kafka", "--from", DAYS[1], "--to", DAYS[1], "--rerun", "--api", proxy.url
-        )
-    finally:
-        proxy.close()
+    fault = lambda body, forward: write_half_made(lake, body)  # noqa: E731
+    result, made = rerun_through_fault(lake, stack, DAYS[1], fault)
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
-    assert "HTTP 503" in output and LOCKED in output
-    made = lake.backfills()[len(before) :]
     assert [(f, t, r, done) for _, f, t, r, done in made] == 2 * [
         (DAYS[1], DAYS[1], "completed", True)
     ]
@@ -379,8 +365,8 @@ def test_scheduler_killed_mid_backfill_restarts_and_the_backfill_completes(lake,
     restarted = lake.wirelake("up")
     assert restarted.returncode == 0, restarted.stdout + restarted.stderr
     assert re.search(r"\(restarted: scheduler\)|already running", restarted.stdout)
-    schedulers = [p for p in stack_processes(lake.home) if p.cmdline()[-1:] == ["scheduler"]]
-    assert [p.pid for p in schedulers] == [lake.stack_state()["components"]["scheduler"]["pid"]]
+    schedulers = [process.pid for process in home_processes(lake.home, "scheduler")]
+    assert schedulers == [lake.stack_state()["components"]["scheduler"]["pid"]]
     # the killed scheduler's workers, their tasks and spark-submit went before a new
     # scheduler could run any task again: no day is decoded twice at once
     assert not [p for p in orphans if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

@@ -30,11 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from airflowrun import ALERTS, now, sqlite_url, task_instances
+from airflowrun import ALERTS, home_processes, now, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -143,18 +142,6 @@ def caught_up(lake, stack) -> float:
     return seconds
 
 
-def stack_processes(home: Path) -> list[psutil.Process]:
-    """Every live process whose environment names this test's AIRFLOW_HOME."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get("AIRFLOW_HOME") == str(home):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
 def rows_hash(warehouse: Path) -> str:
     """A hash of the kafka table's rows for LANDED, independent of file and row order."""
     digest = hashlib.sha256()
@@ -197,7 +184,7 @@ def test_backfill_starts_and_stops_its_own_stack(lake):
     assert "started the Airflow stack" in result.stdout
     assert re.search(rf"^idle\s+{EMPTY[0]}\s+no landing\s+-\s+-\s+-\s+-\s+-$", result.stdout, re.M)
     assert not (lake.home / "stack.json").exists()
-    assert stack_processes(lake.home) == []
+    assert home_processes(lake.home) == []
 
 
 def test_up_and_status(lake, stack):
@@ -298,6 +285,6 @@ def test_down_leaves_no_process(lake, stack):
     stopped = lake.wirelake("down")
     assert stopped.returncode == 0, stopped.stderr
     assert "Airflow stack stopped" in stopped.stdout
-    assert stack_processes(lake.home) == []
+    assert home_processes(lake.home) == []
     status = lake.wirelake("status")
     assert (status.returncode, status.stdout.strip()) == (3, "Airflow stack: not running")

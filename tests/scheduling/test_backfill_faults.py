@@ -315,15 +315,15 @@ def rerun_through_fault(lake: Lake, stack: dict, day: str, fault):
 
 def test_a_503_after_the_backfill_was_made_is_followed_not_repeated(lake, stack):
     result, made = rerun_through_fault(lake, stack, DAYS[0], lambda body, forward: forward())
-    output = result.stdout + result.stderr
     assert [(f, t, r, done) for _, f, t, r, done in made] == [(DAYS[0], DAYS[0], "completed", True)]
     assert f"following backfill {made[0][0]} of {DAG}" in result.stdout
     assert lake.rows(DAYS[0]) == REFERENCE[DAYS[0]]
 
 
 def test_a_503_after_a_half_made_backfill_cancels_it_and_creates_it_again(lake, stack):
-    fault = lambda body, forward: write_half_made(lake, body)  # noqa: E731
-    result, made = rerun_through_fault(lake, stack, DAYS[1], fault)
+    result, made = rerun_through_fault(
+        lake, stack, DAYS[1], lambda body, forward: write_half_made(lake, body)
+    )
     output = result.stdout + result.stderr
     assert [(f, t, r, done) for _, f, t, r, done in made] == 2 * [
         (DAYS[1], DAYS[1], "completed", True)

@@ -439,6 +439,8 @@ def wind_down(api: Api, made: Made, stopping: bool) -> None:
             cancel(api, backfill.id)
             backfill.cancelled = True
             print(f"cancelled backfill {backfill.id} of {backfill.dag_id}", flush=True)
+        if stopping:
+            fail_unfinished(api, current)
         else:
             print(
                 f"wirelake: backfill {backfill.id} of {backfill.dag_id} goes on in the stack at "
@@ -466,6 +468,25 @@ def repause(api: Api, dag: str) -> None:
         f"airflow dags pause {dag}",
         flush=True,
     )
+
+
+def fail_unfinished(api: Api, backfill: dict) -> None:
+    """Mark failed the runs of a cancelled backfill that are still queued or running in a
+    stack about to stop (cancelling leaves running runs running): else they stay
+    'running' in the metadata database, and a later backfill of their days finds them in
+    flight and runs nothing."""
+    runs = day_runs(
+        api,
+        backfill["dag_id"],
+        _instant(backfill["from_date"]).date(),
+        _instant(backfill["to_date"]).date(),
+    )
+    for day in queued_days(api, backfill):
+        run = runs[day]
+        if run["state"] in ("queued", "running"):
+            path = f"/api/v2/dags/{backfill['dag_id']}/dagRuns/{quote(run['dag_run_id'], safe='')}"
+            api.call("PATCH", path, {"state": "failed"})
+            print(f"marked the run of {day} failed: its stack stops", flush=True)
 
 
 def settle(api: Api, made: Made, stopping: bool) -> bool:

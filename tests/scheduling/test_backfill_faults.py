@@ -288,9 +288,11 @@ def test_api_server_killed_during_a_backfill_leaves_no_backfill_behind(lake):
 def stack(lake):
     started = lake.wirelake("up")
     assert started.returncode == 0, started.stdout + started.stderr[-5000:]
-    # the runs the killed stack of the test before left running are found and finished by
-    # this scheduler first, so that each test below starts from a quiet DAG
-    wait_for(lambda: not lake.unfinished_runs(), "the runs left by a killed stack finished")
+    # each test below starts from a quiet DAG: runs a stopped stack left unfinished are
+    # ended by this scheduler (the DAG unpaused for it) first
+    unpaused = lake.wirelake("run", "airflow", "dags", "unpause", DAG)
+    assert unpaused.returncode == 0, unpaused.stdout + unpaused.stderr
+    wait_for(lambda: not lake.unfinished_runs(), "the runs left by a stopped stack finished")
     yield lake.stack_state()
     lake.wirelake("down")
 

@@ -135,6 +135,26 @@ def _utc(value: dt.datetime | str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
 
 
+@dataclass
+class ProjectLake:
+    """A test's data root, Airflow home and metadata database (SQLAlchemy URL); runs the
+    project's own commands on them."""
+
+    home: Path
+    data: Path
+    env: dict[str, str]
+    database: str
+
+    def wirelake(self, *args: str, timeout: float = 15 * 60) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(ROOT / "wirelake"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
 def home_processes(home: Path, last_word: str | None = None) -> list[psutil.Process]:
     """Every live process whose environment names the Airflow home `home` (and whose
     command line ends with `last_word`, if given: "scheduler", say)."""

@@ -31,7 +31,6 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,7 +40,7 @@ import pyarrow.dataset as ds
 import pytest
 import sqlalchemy
 import yaml
-from airflowrun import home_processes, query, sqlite_url, task_instances
+from airflowrun import ProjectLake, home_processes, query, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -58,21 +57,8 @@ LOCKED = (
 )  # the detail of Airflow's own 503
 
 
-@dataclass
-class Lake:
-    home: Path
-    data: Path
-    env: dict[str, str]
-    database: str
-
-    def wirelake(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(ROOT / "wirelake"), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=BOUND_SECONDS,
-        )
+class Lake(ProjectLake):
+    """The module's lake: commands in the background, its backfills, runs and rows."""
 
     def start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(

@@ -25,15 +25,13 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from airflowrun import ALERTS, home_processes, now, sqlite_url, task_instances
+from airflowrun import ALERTS, ProjectLake, home_processes, now, sqlite_url, task_instances
 
 from wirecodecs import samples
 
@@ -48,23 +46,8 @@ BOUND_SECONDS = 15 * 60  # "does not stall", with a wide margin for a loaded 2-c
 CORRUPTED = "clicks-0/00000000000000000000.log"  # a file of the kafka sample day
 
 
-@dataclass
-class Lake:
-    """The test's data root and Airflow home; runs the project's commands on them."""
-
-    home: Path
-    data: Path
-    env: dict[str, str]
-    database: str  # the metadata database's SQLAlchemy URL
-
-    def wirelake(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(ROOT / "wirelake"), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=BOUND_SECONDS,
-        )
+class Lake(ProjectLake):
+    """The test's lake; the kafka DAG's task instances and logs."""
 
     def kafka_runs(self) -> dict[tuple[str, str], dict]:
         return task_instances(self.database, "wirelake_kafka")

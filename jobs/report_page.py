@@ -101,7 +101,11 @@ def render(report: Mapping) -> str:
         f"{report['date']} against the days before it.</p>"
         f'<div class="summary">{summary}</div>'
         f'<h2>Anomalies</h2><ul class="anomalies">{anomalies}</ul>'
-        f"<h2>Sources</h2>{sources_table(sources)}{sections}</body></html>\n"
+        f"<h2>Sources</h2>{sources_table(sources)}"
+        '<p class="muted"><small>Files are named relative to the landing root (<code>paths.'
+        "landing</code> of the sources config), as &lt;source&gt;/dt=&lt;day&gt;/&lt;file&gt;"
+        "@&lt;byte offset&gt; with the default layout.</small></p>"
+        f"{sections}</body></html>\n"
     )
 
 

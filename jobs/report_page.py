@@ -346,5 +346,5 @@ def bytes_chart(landed: list[Mapping]) -> str:
         ax.set_xlim(0, 130)
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.set_xlabel("share of the day's bytes (%)")
-        ax.legend(ncols=4, loc="lower right", frameon=False, fontsize=7)
+        ax.legend(ncols=4, loc="lower left", bbox_to_anchor=(0, 1), frameon=False, fontsize=7)
         return _svg(figure, "bytes")

@@ -241,3 +241,16 @@ def test_files_on_an_object_store_are_named_the_same(lake_root, tmp_path):
     assert entry["top_errors"] == expected["top_errors"]
     page = report_page.render(got)
     assert "s3://" not in page and "127.0.0.1" not in page and "http" not in page
+
+
+def test_a_failed_decodes_reason_names_files_from_the_landing_root():
+    day, name = "dt=2026-11-26", "orders-1/00000000000000000000.log"
+    query = "?endpoint_override=http://127.0.0.1:9"
+    cases = [  # the day's landing folder, a file in it as the decode job names it
+        (f"/srv/lake/landing/kafka/{day}", f"/srv/lake/landing/kafka/{day}/{name}"),
+        (f"s3://lake/landing/kafka/{day}{query}", f"s3://lake/landing/kafka/{day}/{name}{query}"),
+    ]
+    for landing, file in cases:
+        reason = f"error rate 9% is above 5%; nothing written.\n    {file}@12 bad_crc: x"
+        named = report.names_in_text(reason, landing, f"kafka/{day}")
+        assert named.splitlines()[1] == f"    kafka/{day}/{name}@12 bad_crc: x", landing

@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from browser import render
 from PIL import Image
 from report_lake import LAKE_SOURCES, SPIKE_DAY
 
 from jobs import report, report_page
+
+pytestmark = pytest.mark.browser  # headless Chromium
 
 WIDTH, HEIGHT = 1200, 3000
 

@@ -30,7 +30,7 @@ from jobs.decode_settings import with_data_root
 from jobs.spark_conf import store_conf
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.service]  # spark-submit runs, an S3 server
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES_YAML = ROOT / "dags" / "sources.yaml"

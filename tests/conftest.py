@@ -1,12 +1,15 @@
-"""Fixtures shared by every test folder, and the marks of slow tests.
+"""Fixtures shared by every test folder, the hypothesis profiles and the slow marks.
 
 One local SparkSession for the whole test session (starting one costs seconds and a JVM):
 two cores, UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
 
-Property tests run under one hypothesis profile: derandomized (the examples follow from
-each test's own code, so a commit always gets the same verdict), no example database, no
-deadline (a loaded 2-core machine must not turn slowness into failure). Each test keeps its
-own `max_examples` budget. Open-ended random search is `./wirelake fuzz`, not the suite.
+Property tests run under a hypothesis profile, "full" unless `--hypothesis-profile` names
+another: derandomized (the examples follow from each test's own code, so a commit always
+gets the same verdict), no example database, no deadline (a loaded 2-core machine must not
+turn slowness into failure). "full" tries 100 examples per test, "quick" (`./wirelake test
+--quick`) 10. A test whose examples cost more or less asks for a multiple of the profile's
+count, `settings(max_examples=examples(3))` (tests/budget.py), never for a number.
+Open-ended random search is `./wirelake fuzz`, not the suite.
 
 A test is slow when it needs a Spark JVM, an Airflow process, a server or a browser: it
 carries the mark of what it needs (SLOW, registered in pyproject.toml) and then `slow`,
@@ -27,8 +30,9 @@ import tempfile
 import pytest
 from hypothesis import settings
 
-settings.register_profile("suite", derandomize=True, database=None, deadline=None)
-settings.load_profile("suite")
+settings.register_profile("full", derandomize=True, database=None, deadline=None, max_examples=100)
+settings.register_profile("quick", settings.get_profile("full"), max_examples=10)
+settings.load_profile("full")  # pytest's --hypothesis-profile, when given, loads its own
 
 SLOW = ("spark", "airflow", "service", "browser")
 FIXTURE_MARKS = {

@@ -188,8 +188,9 @@ def read_day(table: str, date: dt.date, version: int | None = None) -> pa.Table 
 
 
 def vacuum(table: str, retention_hours: float = DEFAULT_RETENTION_HOURS) -> list[str]:
-    """Delete the files of `table` that no version younger than `retention_hours` refers
-    to (replaced runs, and runs that never committed); returns their paths."""
+    """Delete the files of `table` older than `retention_hours` that no version younger
+    than that refers to (replaced runs, and runs that never committed); returns their
+    paths. It lists the whole table."""
     delta = open_table(table)
     if delta is None:
         return []
@@ -197,4 +198,5 @@ def vacuum(table: str, retention_hours: float = DEFAULT_RETENTION_HOURS) -> list
         retention_hours=int(retention_hours),
         enforce_retention_duration=False,
         dry_run=False,
+        full=True,  # also parts no commit ever named: runs killed or failed mid-commit
     )

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pytest
 import yaml
 from pyarrow import fs as pafs
@@ -27,6 +26,7 @@ from s3server import moto_server
 import wirecodecs
 from jobs import decode, layout
 from jobs.decode_settings import with_data_root
+from jobs.lake import day_rows, read_day
 from jobs.spark_conf import store_conf
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
@@ -112,12 +112,12 @@ def upload(local: Path, filesystem: pafs.FileSystem, path: str) -> None:
     pafs.copy_files(str(local), path, source_filesystem=disk, destination_filesystem=filesystem)
 
 
-def read_table(filesystem: pafs.FileSystem, path: str, landing: str) -> pa.Table | None:
-    """A partition in file order, `source_file` made relative to the landing folder (the
+def read_table(table: str, landing: str) -> pa.Table | None:
+    """A table's day in file order, `source_file` made relative to the landing folder (the
     one column that names where the day was), None when there is none."""
-    if filesystem.get_file_info(path).type != pafs.FileType.Directory:
+    table = read_day(table, DATE)
+    if table is None:
         return None
-    table = ds.dataset(path, filesystem=filesystem, format="parquet").to_table()
     keys = [key for key in ("source_file", "byte_offset", "offset") if key in table.column_names]
     table = table.sort_by([(key, "ascending") for key in keys])
     at = table.schema.get_field_index("source_file")
@@ -132,14 +132,10 @@ def companion_tables(source: str) -> list[str]:
     return [layout.table_name(source, table) for table in fmt.tables]
 
 
-def outputs(
-    filesystem: pafs.FileSystem, warehouse: str, source: str, landing: str
-) -> dict[str, pa.Table | None]:
-    """Every table partition the decode of `source` wrote for DAY, by table folder."""
+def outputs(warehouse: str, source: str, landing: str) -> dict[str, pa.Table | None]:
+    """Every table's day the decode of `source` wrote, by table folder."""
     tables = [source, f"{layout.QUARANTINE_DIR}/{source}", *companion_tables(source)]
-    return {
-        table: read_table(filesystem, f"{warehouse}/{table}/dt={DAY}", landing) for table in tables
-    }
+    return {table: read_table(f"{warehouse}/{table}", landing) for table in tables}
 
 
 def decode_here(spark, args: list[str]) -> int:
@@ -204,6 +200,13 @@ class Lake:
         }
 
 
+@pytest.fixture
+def aws_environment(server, monkeypatch):
+    """This process reads the lake on the server as the jobs do: through the AWS_* variables."""
+    for key, value in server.environment().items():
+        monkeypatch.setenv(key, value)
+
+
 @pytest.fixture(scope="module")
 def lake(server, spark, tmp_path_factory):
     return Lake(server, spark, tmp_path_factory.mktemp("s3-lake"))
@@ -235,12 +238,12 @@ def test_decode_and_validate_pass_on_s3(lake, server, source):
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_rows_on_s3_are_the_rows_on_local_disk(lake, server, source):
+def test_rows_on_s3_are_the_rows_on_local_disk(lake, server, source, aws_environment):
     run = lake.run(source)
     assert run["decode"].returncode == 0 and run["local_code"] == 0
     s3_landing, local_landing = run["landings"]
-    on_s3 = outputs(server.filesystem(), f"{BUCKET}/warehouse", source, s3_landing)
-    on_disk = outputs(pafs.LocalFileSystem(), str(lake.root / "warehouse"), source, local_landing)
+    on_s3 = outputs(f"{LAKE}/warehouse", source, s3_landing)
+    on_disk = outputs(str(lake.root / "warehouse"), source, local_landing)
     assert on_s3.keys() == on_disk.keys()
     assert on_disk[source] is not None and on_disk[source].num_rows > 0
     for table, rows in on_disk.items():
@@ -290,7 +293,7 @@ def test_the_secret_key_is_in_no_output(lake, server):
             assert secret.encode() not in path.read_bytes(), path
 
 
-def test_endpoint_in_the_uri_query(lake, server):
+def test_endpoint_in_the_uri_query(lake, server, monkeypatch):
     """A warehouse whose endpoint is in its URI's query (and not in the environment):
     paths are joined before the query, and the day is written there."""
     endpoint = server.endpoint.removeprefix("http://")
@@ -307,8 +310,10 @@ def test_endpoint_in_the_uri_query(lake, server):
     client = server.filesystem()
     manifest = f"{BUCKET}/query-warehouse/_manifests/kafka/dt={DAY}/manifest.json"
     assert client.get_file_info(manifest).type == pafs.FileType.File
-    rows = client.get_file_info(pafs.FileSelector(f"{BUCKET}/query-warehouse/kafka/dt={DAY}"))
-    assert [info.base_name for info in rows if info.base_name.endswith(".parquet")]
+    for key, value in server.environment(with_endpoint=False).items():
+        monkeypatch.setenv(key, value)  # the endpoint only in the table's location
+    query = warehouse.partition("?")[2]
+    assert day_rows(f"{LAKE}/query-warehouse/kafka?{query}", DATE)
 
 
 def test_credentials_in_a_location_are_refused(server, tmp_path, capsys):

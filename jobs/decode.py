@@ -528,6 +528,16 @@ def withdraw_validation(reports: str, source: str, tables: Iterable[str], date: 
         storage.remove_dir(layout.report_dir(reports, layout.table_name(source, table), date))
 
 
+def remove_run(folders: Iterable[str]) -> None:
+    """Delete the parts of a run that failed before it committed; where the store cannot be
+    reached, `vacuum` deletes them later (no reader of the tables sees them meanwhile)."""
+    for folder in folders:
+        try:
+            storage.remove_dir(folder)
+        except OSError as exc:
+            log.warning("could not remove %s (vacuum will): %s", folder, exc)
+
+
 def commit(
     tables: Mapping[str | None, str], run_dirs: Mapping[str | None, str], date: dt.date
 ) -> dict[str, int | None]:
@@ -646,14 +656,13 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
         )
         check_policy(reports, totals, job)
     except BaseException as exc:
-        for folder in run_dirs.values():
-            storage.remove_dir(folder)
+        remove_run(run_dirs.values())
         if isinstance(exc, JobFailed):  # the daily report shows the day as failed, and why
             metrics.record_decode_failure(job.warehouse, job.source, job.date, str(exc))
         raise
-    # The manifest is written last: while the day is being replaced there is none, so a
-    # crash part-way leaves no manifest that would vouch for half-replaced outputs.
-    storage.remove_file(manifest_path)
+    # The manifest is written last and names the table versions it vouches for: until it is
+    # replaced, the previous one still describes the previous run, whose versions stay
+    # readable, whichever commits below succeed.
     versions = commit(tables, run_dirs, job.date)
     run_info = {
         "started_at": started_at.isoformat(),

@@ -21,11 +21,13 @@ reaches, where a Delta table is whole in the store.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import re
 import time
 import urllib.parse
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,8 +43,22 @@ PARTITION_COLUMN = "dt"
 DEFAULT_RETENTION_HOURS = 168  # how long a replaced run stays readable by time travel
 
 
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours the chain of causes it reports
+
+
 class SchemaChanged(Exception):
     """A run wrote parts whose columns differ from the table's."""
+
+
+@contextlib.contextmanager
+def on_store(table: str, operation: str) -> Iterator[None]:
+    """An I/O error of delta-rs or pyarrow inside, raised again naming the table and the
+    operation, on one line (it stays an OSError: a job retries it)."""
+    try:
+        yield
+    except OSError as exc:
+        cause = " ".join(ANSI_ESCAPE.sub("", str(exc)).replace("↳", "").split())
+        raise OSError(f"{table}: {operation} failed on the store: {cause}") from exc
 
 
 def _uri(table: str) -> tuple[str, dict[str, str]]:
@@ -80,6 +96,15 @@ def _table_schema(parts: pa.Schema) -> pa.Schema:
     return parts.append(pa.field(PARTITION_COLUMN, pa.date32()))
 
 
+def _difference(run: pa.Schema, table: pa.Schema) -> str:
+    mine, theirs = ({f.name: str(f.type) for f in schema} for schema in (run, table))
+    return "; ".join(
+        f"{name}: {mine.get(name, 'absent')} in the run, {theirs.get(name, 'absent')} in the table"
+        for name in sorted(mine.keys() | theirs.keys())
+        if mine.get(name) != theirs.get(name)
+    )
+
+
 def _add_actions(table: str, run_folder: str, date: dt.date) -> tuple[list[AddAction], pa.Schema]:
     """The run's parts as log entries (path relative to the table, size, row count), and
     their schema: one listing and one footer read per part."""
@@ -112,35 +137,37 @@ def replace_day(table: str, date: dt.date, run_folder: str | None) -> int | None
     """Make the parts in `run_folder` partition `dt=date` of `table`, in one commit; no
     folder, or one without parts: the day has no rows. Returns the table's new version
     (None: there is no table and nothing to write). Raises SchemaChanged."""
-    actions, schema = _add_actions(table, run_folder, date) if run_folder else ([], None)
-    delta = open_table(table)
-    if delta is None:
-        if schema is None:
-            return None
-        uri, options = _uri(table)
-        DeltaTable.create(
-            uri,
-            schema=_table_schema(schema),
-            partition_by=[PARTITION_COLUMN],
-            mode="ignore",  # a run of another day may have created it meanwhile
-            storage_options=options,
-        )
+    with on_store(table, f"committing dt={date}"):
+        actions, schema = _add_actions(table, run_folder, date) if run_folder else ([], None)
         delta = open_table(table)
-    current = pa.schema(delta.schema().to_arrow())
-    if schema is not None and not _table_schema(schema).equals(current):
-        raise SchemaChanged(
-            f"{table}: this run's parts have the columns {schema}, the table has {current}; "
-            "a source whose row schema changes needs a new table (another warehouse or source name)"
+        if delta is None:
+            if schema is None:
+                return None
+            uri, options = _uri(table)
+            DeltaTable.create(
+                uri,
+                schema=_table_schema(schema),
+                partition_by=[PARTITION_COLUMN],
+                mode="ignore",  # a run of another day may have created it meanwhile
+                storage_options=options,
+            )
+            delta = open_table(table)
+        current = pa.schema(delta.schema().to_arrow())
+        if schema is not None and not _table_schema(schema).equals(current):
+            raise SchemaChanged(
+                f"{table}: this run's columns differ from the table's "
+                f"({_difference(_table_schema(schema), current)}); a source whose row schema "
+                "changes needs a new table (another warehouse or source name)"
+            )
+        delta.create_write_transaction(
+            actions,
+            mode="overwrite",
+            schema=current,
+            partition_by=[PARTITION_COLUMN],
+            partition_filters=[(PARTITION_COLUMN, "=", date.isoformat())],
         )
-    delta.create_write_transaction(
-        actions,
-        mode="overwrite",
-        schema=current,
-        partition_by=[PARTITION_COLUMN],
-        partition_filters=[(PARTITION_COLUMN, "=", date.isoformat())],
-    )
-    delta.update_incremental()  # to the commit just made (or a later one, of other days)
-    return delta.version()
+        delta.update_incremental()  # to the commit just made (or a later one, of other days)
+        return delta.version()
 
 
 def replace_days(
@@ -153,10 +180,12 @@ def replace_days(
 
 def day_files(table: str, date: dt.date, version: int | None = None) -> list[str]:
     """The files of partition `dt=date` (at `version`), as locations `storage` opens."""
-    delta = open_table(table, version)
-    if delta is None:
-        return []
-    files = delta.file_uris(file_pruning_predicate=[(PARTITION_COLUMN, "=", date.isoformat())])
+    with on_store(table, f"listing the files of dt={date}"):
+        delta = open_table(table, version)
+        if delta is None:
+            return []
+        predicate = [(PARTITION_COLUMN, "=", date.isoformat())]
+        files = delta.file_uris(file_pruning_predicate=predicate)
     query = urllib.parse.urlsplit(absolute(table)).query
     return [f"{uri}?{query}" if query else uri for uri in sorted(files)]
 
@@ -174,7 +203,8 @@ def day_rows(table: str, date: dt.date) -> int | None:
     if not files:
         return None
     filesystem, paths = _opened(files)
-    return sum(pq.read_metadata(path, filesystem=filesystem).num_rows for path in paths)
+    with on_store(table, f"reading the footers of dt={date}"):
+        return sum(pq.read_metadata(path, filesystem=filesystem).num_rows for path in paths)
 
 
 def read_day(table: str, date: dt.date, version: int | None = None) -> pa.Table | None:
@@ -184,19 +214,21 @@ def read_day(table: str, date: dt.date, version: int | None = None) -> pa.Table 
     if not files:
         return None
     filesystem, paths = _opened(files)
-    return pa.concat_tables(pq.read_table(path, filesystem=filesystem) for path in paths)
+    with on_store(table, f"reading dt={date}"):
+        return pa.concat_tables(pq.read_table(path, filesystem=filesystem) for path in paths)
 
 
 def vacuum(table: str, retention_hours: float = DEFAULT_RETENTION_HOURS) -> list[str]:
     """Delete the files of `table` older than `retention_hours` that no version younger
     than that refers to (replaced runs, and runs that never committed); returns their
     paths. It lists the whole table."""
-    delta = open_table(table)
-    if delta is None:
-        return []
-    return delta.vacuum(
-        retention_hours=int(retention_hours),
-        enforce_retention_duration=False,
-        dry_run=False,
-        full=True,  # also parts no commit ever named: runs killed or failed mid-commit
-    )
+    with on_store(table, "vacuum"):
+        delta = open_table(table)
+        if delta is None:
+            return []
+        return delta.vacuum(
+            retention_hours=int(retention_hours),
+            enforce_retention_duration=False,
+            dry_run=False,
+            full=True,  # also parts no commit ever named: runs killed or failed mid-commit
+        )

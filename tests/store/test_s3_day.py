@@ -10,8 +10,6 @@ import contextlib
 import datetime as dt
 import io
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,97 +17,32 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-import yaml
 from pyarrow import fs as pafs
+from s3jobs import (
+    JOB_TIMEOUT,
+    ROOT,
+    config,
+    decode_args,
+    job_env,
+    job_log,
+    spark_submit,
+    upload,
+    validate_args,
+)
 from s3server import moto_server
 
 import wirecodecs
 from jobs import decode, layout
-from jobs.decode_settings import with_data_root
 from jobs.lake import day_rows, read_day
-from jobs.spark_conf import store_conf
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCES_YAML = ROOT / "dags" / "sources.yaml"
 DAY = "2026-11-26"
 DATE = dt.date.fromisoformat(DAY)
 SOURCES = ("kafka", "heka", "hercules", "inlong", "cernan")  # one source of each format
 BUCKET = "lake"
 LAKE = f"s3://{BUCKET}"
-JOB_TIMEOUT = 600
-
-
-def config(source: str) -> dict:
-    return yaml.safe_load(SOURCES_YAML.read_text())["sources"][source]
-
-
-def decode_args(
-    source: str, landing: str, warehouse: str, reports: str, data_root: Path
-) -> list[str]:
-    """The decode job's arguments for `source` as the DAG gives them (dags/sources.yaml)."""
-    settings = config(source)
-    decode = settings["decode"]
-    options = with_data_root(decode.get("options", {}), str(data_root))
-    return [
-        *("--source", source, "--envelope", settings["envelope"]),
-        *("--payload", settings.get("payload", "raw"), "--date", DAY),
-        *("--landing", landing, "--warehouse", warehouse),
-        *("--reports", reports),
-        *("--error-policy", decode["error_policy"]),
-        *("--max-error-rate", str(decode["max_error_rate"])),
-        *("--max-bad-byte-rate", str(decode["max_bad_byte_rate"])),
-        *("--options", json.dumps(options)),
-    ]  # fmt: skip
-
-
-def validate_args(source: str, warehouse: str, reports: str) -> list[list[str]]:
-    """One argument list per suite of `source` (dags/sources.yaml)."""
-    validations = config(source)["validate"]
-    validations = validations if isinstance(validations, list) else [validations]
-    return [
-        [
-            *("--source", source, "--suite", check["suite"], "--date", DAY),
-            *("--warehouse", warehouse, "--reports", reports),
-            *(f"--param={key}={value}" for key, value in check.get("params", {}).items()),
-        ]
-        for check in validations
-    ]
-
-
-def spark_submit(job: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`job` as a DAG submits it on an S3 lake (the conf its warehouse needs), on one core."""
-    spark_submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
-    warehouse = args[args.index("--warehouse") + 1]
-    conf = {"spark.ui.enabled": "false", **store_conf(job, warehouse)}
-    command = [
-        spark_submit or "spark-submit",
-        "--master", "local[1]",
-        *(part for key, value in conf.items() for part in ("--conf", f"{key}={value}")),
-        str(ROOT / "jobs" / f"{job}.py"),
-        *args,
-    ]  # fmt: skip
-    return subprocess.run(
-        command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=JOB_TIMEOUT
-    )
-
-
-def job_log(done: subprocess.CompletedProcess) -> str:
-    """What a failed job said, without Spark's INFO chatter."""
-    return "\n".join(line for line in done.stderr.splitlines() if " INFO " not in line)[-4000:]
-
-
-def job_env(server, **kwargs) -> dict[str, str]:
-    """This process's environment, its AWS variables the server's only."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    return {**env, **server.environment(**kwargs)}
-
-
-def upload(local: Path, filesystem: pafs.FileSystem, path: str) -> None:
-    disk = pafs.LocalFileSystem()
-    pafs.copy_files(str(local), path, source_filesystem=disk, destination_filesystem=filesystem)
 
 
 def read_table(table: str, landing: str) -> pa.Table | None:
@@ -189,13 +122,17 @@ class Lake:
         upload(local_landing, self.server.filesystem(), s3_landing.removeprefix("s3://"))
         env = job_env(self.server)
         lake = [f"{LAKE}/warehouse", f"{LAKE}/reports"]
-        decoded = spark_submit("decode", decode_args(source, s3_landing, *lake, self.root), env)
-        validated = [spark_submit("validate", args, env) for args in validate_args(source, *lake)]
+        decoded = spark_submit(
+            "decode", decode_args(source, DAY, s3_landing, *lake, self.root), env
+        )
+        validated = [
+            spark_submit("validate", args, env) for args in validate_args(source, DAY, *lake)
+        ]
         local = [str(local_landing), str(self.root / "warehouse"), str(self.root / "reports")]
         return {
             "decode": decoded,
             "validate": validated,
-            "local_code": decode_here(self.spark, decode_args(source, *local, self.root)),
+            "local_code": decode_here(self.spark, decode_args(source, DAY, *local, self.root)),
             "landings": (s3_landing, str(local_landing)),
         }
 
@@ -303,7 +240,7 @@ def test_endpoint_in_the_uri_query(lake, server, monkeypatch):
     reports = f"{LAKE}/query-reports?endpoint_override={endpoint}&scheme=http"
     done = spark_submit(
         "decode",
-        decode_args("kafka", landing, warehouse, reports, lake.root),
+        decode_args("kafka", DAY, landing, warehouse, reports, lake.root),
         job_env(server, with_endpoint=False),
     )
     assert done.returncode == 0, job_log(done)

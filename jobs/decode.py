@@ -663,10 +663,12 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
     # The manifest is written last and names the table versions it vouches for: until it is
     # replaced, the previous one still describes the previous run, whose versions stay
     # readable, whichever commits below succeed.
+    committing = time.monotonic()
     versions = commit(tables, run_dirs, job.date)
     run_info = {
         "started_at": started_at.isoformat(),
         "elapsed_seconds": round(time.monotonic() - started, 3),
+        "commit_seconds": round(time.monotonic() - committing, 3),
         "spark_application_id": spark.sparkContext.applicationId,
         **figures,
     }

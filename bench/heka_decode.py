@@ -8,8 +8,8 @@ from the same state and its peak memory is its own:
 
 * wirecodecs: the registered `heka` decoder over an open file (streamed): framing and
   resync, HMAC verified, snappy trial, every Arrow batch built (the compiled walk);
-* wirecodecs-pure: the same with the decoder's pure-Python walk, its twin (docs/heka.md
-  section 11);
+* wirecodecs-pure: the same with the decoder's pure-Python walk, its twin (docs/heka.md,
+  "Compiled walk");
 * protobuf-parse: the runtime (upb) `Message.ParseFromString` on the same message bodies
   (snappy ones given already inflated), cut out of the stream before the clock starts:
   the floor any protobuf-based reader pays before it has a single Python value;

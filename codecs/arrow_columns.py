@@ -12,7 +12,7 @@ _MAX_OFFSET = 0x7FFF_FFFF  # Arrow's binary and list offsets are int32
 def pooled(shape: int | tuple[int, ...], dtype: type) -> np.ndarray:
     """An uninitialised numpy array in memory from Arrow's pool, which reuses the pages of
     freed buffers: fresh buffers from the system cost a page fault per 4 KB, more than a
-    decode writes into them (docs/kafka.md §12, docs/inlong.md §15)."""
+    decode writes into them (docs/performance.md, Kafka and InLong decoders)."""
     count = int(np.prod(shape))
     buffer = pa.allocate_buffer(count * np.dtype(dtype).itemsize)
     return np.frombuffer(buffer, dtype, count).reshape(shape)

@@ -56,7 +56,7 @@ def _gzip(fmt: str, data, max_bytes: int) -> bytes:
 
     zlib copies whatever input follows a member's end (`unused_data`), so each member is
     fed pieces that double from `_GZIP_PIECE`: fed the whole rest, a run of tiny members
-    would cost time quadratic in the input (1 MB of them took 0.7 s, 10 MB a minute).
+    would cost time quadratic in the input.
     """
     data = memoryview(data)
     out: list[bytes] = []
@@ -188,8 +188,8 @@ def _lz4_blocks(data, max_bytes: int) -> bytes | None:
     liblz4's safe block decoder, each block bounded by the frame's block size and by what
     is left of `max_bytes` (one byte more, so that crossing it is seen); None for
     any other frame, or anything liblz4's frame decoder might reject or `max_bytes` not
-    hold, which `_lz4` then decompresses again to report it. A 16 KB batch takes
-    under half the time of a fresh `LZ4FrameDecompressor` and its output steps."""
+    hold, which `_lz4` then decompresses again to report it. It spares each batch a fresh
+    `LZ4FrameDecompressor` and its output steps."""
     block_max = _LZ4_PLAIN_HEADERS.get(bytes(data[4:7]), 0) if data[:4] == _LZ4_MAGIC else 0
     if not block_max:
         return None
@@ -267,8 +267,8 @@ _zstd_contexts = threading.local()
 
 
 def _zstd_decompressor() -> zstandard.ZstdDecompressor:
-    """This thread's zstd decompressor: making one allocates its context (~8 us, more than
-    a 16 KB batch takes to decompress), and one must not be used by two threads at once."""
+    """This thread's zstd decompressor: making one allocates its context, which costs more
+    than decompressing a small batch, and one must not be used by two threads at once."""
     try:
         return _zstd_contexts.decompressor
     except AttributeError:

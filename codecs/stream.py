@@ -68,7 +68,7 @@ class StreamWindow:
         more: memory follows what the stream holds, not what a length field claims. The
         old buffer is left to the views into it. Buffers come from Arrow's memory pool,
         which reuses freed pages: the system's fresh pages cost more than the copy
-        (docs/kafka.md §12).
+        (docs/performance.md, Kafka decoder).
         """
         have = self.available
         if have >= n or self._eof:

@@ -87,8 +87,8 @@ def spark_session(app_name: str) -> SparkSession:
 @contextlib.contextmanager
 def own_session(app_name: str) -> Iterator[Callable[[], SparkSession]]:
     """A job's own session, started on a thread at once and stopped on the way out; the
-    body gets the function that waits for it. Most of Spark's start-up (about 4 s) is the
-    JVM's, while Python waits on a socket: the body's first steps run in that time."""
+    body gets the function that waits for it. Most of Spark's start-up is the JVM's,
+    while Python waits on a socket: the body's first steps run in that time."""
     with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
         starting = pool.submit(spark_session, app_name)
         try:
@@ -111,7 +111,7 @@ def run_job(
     """`prepare()`, then `run(spark, args)` in the given session, or in its own one that it
     stops after; None (with the reason logged) when the run failed. An I/O or Spark error
     exits with EXIT_TRANSIENT, so that Airflow retries it. `prepare` is work that needs no
-    Spark (importing Great Expectations: about 3 s): it runs while the own session starts."""
+    Spark (importing Great Expectations): it runs while the own session starts."""
     log = logging.getLogger(f"wirelake.{name}")
     try:
         if spark is not None:

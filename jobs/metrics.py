@@ -12,7 +12,7 @@ partition), so reruns and backfills leave one row per day. What only the rows ca
 payloads) is counted on the executors while they write the parts (`PartFigures`) and
 travels back with each unit's accounting; the driver adds them up (`merge`). No Spark here:
 executors import this module too, so what only the driver needs (pyarrow.dataset, which
-pulls in pandas: ~0.2 s per Python worker) is imported where it is used.
+pulls in pandas, an import every Python worker would pay) is imported where it is used.
 """
 
 from __future__ import annotations

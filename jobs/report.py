@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from jobs import layout, metrics, report_page, storage
+from jobs.decode_settings import GATES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "dags" / "sources.yaml"
@@ -31,14 +32,17 @@ TOP_ERRORS = 3  # error kinds shown per source
 RATE_FACTOR = 2.0  # a rate is above its usual level at this multiple of its trailing median
 RATE_MARGIN = 0.01  # ... and at least one percentage point above it (small days vary)
 STATUSES = ("passed", "warnings", "critical failure", "decode failed", "not run", "no landing")
+# A suite's error budget for its checksum verdicts (the suites' own default is 0).
+CHECKSUM_BUDGETS = ("crc_error_budget", "hmac_error_budget")
 
 
 # --- configuration ------------------------------------------------------------------------
 
 
 def load_sources(config_path: Path, data_root: str | None) -> tuple[dict, dict[str, str]]:
-    """The sources of the config ({name: {"tables", "landing", "marker"}}, config order) and
-    the lake's paths (warehouse, reports) as dags/dag_factory.py resolves them."""
+    """The sources of the config ({name: {"tables", "landing", "day_folder", "marker",
+    "thresholds"}}, config order) and the lake's paths (warehouse, reports) as
+    dags/dag_factory.py resolves them."""
     config = yaml.safe_load(Path(config_path).read_text())
     paths = config.get("paths", {})
     root = data_root or os.environ.get("WIRELAKE_DATA") or paths.get("data_root", "data")
@@ -58,12 +62,68 @@ def load_sources(config_path: Path, data_root: str | None) -> tuple[dict, dict[s
             source["validate"] if isinstance(source["validate"], list) else [source["validate"]]
         )
         landing = paths.get("landing", "{data_root}/landing/{source}/dt={ds}")
+        params = next((e.get("params", {}) for e in validate if e.get("table", name) == name), {})
+        budget = next((params[key] for key in CHECKSUM_BUDGETS if key in params), None)
         sources[name] = {
             "tables": list(dict.fromkeys(entry.get("table", name) for entry in validate)),
             "landing": landing.format(data_root=root, source=name, ds="{ds}"),
+            "day_folder": day_folder(landing, name),
             "marker": settings.get("landing_check", {}).get("marker", "_SUCCESS"),
+            "thresholds": {  # the source's gates, drawn on its trend charts
+                "bad_byte_rate": float(
+                    source.get("decode", {}).get("max_bad_byte_rate", GATES["max_bad_byte_rate"])
+                ),
+                "checksum_invalid_share": None if budget is None else float(budget),
+            },
         }
     return sources, lake
+
+
+def day_folder(template: str, source: str) -> str:
+    """A day's landing folder relative to the landing root, `{ds}` left for the day: the part
+    of the `paths.landing` template from its first segment that names the source or the day
+    ("{data_root}/landing/{source}/dt={ds}" -> "kafka/dt={ds}")."""
+    parts = _without_query(template).rstrip("/").split("/")
+    first = next(
+        (n for n, part in enumerate(parts) if "{source}" in part or "{ds}" in part), len(parts)
+    )
+    return "/".join(parts[first:]).replace("{source}", source)
+
+
+def _without_query(location: str) -> str:
+    """A URI without its query (`s3://lake/x?endpoint_override=...`); a local path as it is."""
+    return location.partition("?")[0] if "://" in location else location
+
+
+def file_name(location: str, landing: str | None, folder: str) -> str:
+    """A landed file as the report names it: relative to the landing root, the day's folder
+    `folder` ("kafka/dt=2026-11-26") and the file's path inside it, on every store alike.
+    The decode job records each file as its day's landing folder `landing` joined with that
+    path: an absolute path on the machine that decoded it, or a URI with its query. A file
+    outside `landing` (which a decode does not record) is named by its file name alone."""
+    path = _without_query(location)
+    inside = _without_query(landing).rstrip("/") + "/" if landing else None
+    if inside and path.startswith(inside):
+        return "/".join(part for part in (folder, path[len(inside) :]) if part)
+    return path.rsplit("/", 1)[-1]
+
+
+def names_in_text(text: str, landing: str, folder: str) -> str:
+    """`text` (a decode's failure reason) with the files of landing folder `landing` named as
+    `file_name` names them."""
+    head, query = _without_query(landing).rstrip("/"), landing.partition("?")[2]
+    if query and "://" in landing:
+        text = text.replace(f"?{query}", "")
+    return text.replace(f"{head}/", f"{folder}/" if folder else "")
+
+
+def _named(row: Mapping, landing: str, folder: str) -> dict:
+    """A decode row with the files of its error examples named relative to the landing root."""
+    errors = []
+    for error in row["errors"]:
+        file, _, offset = error["example"].rpartition("@")
+        errors.append({**error, "example": f"{file_name(file, landing, folder)}@{offset}"})
+    return {**row, "errors": errors}
 
 
 # --- figures ------------------------------------------------------------------------------
@@ -77,7 +137,9 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
     history: dict[str, dict[str, dict]] = {name: {} for name in sources}
     for row in decoded:
         if row["source"] in history:
-            history[row["source"]][row["dt"]] = row
+            source = sources[row["source"]]
+            folder = source["day_folder"].replace("{ds}", row["dt"])
+            history[row["source"]][row["dt"]] = _named(row, row["landing"], folder)
     checks = {row["table"]: row for row in validated}
     failed = {
         row["source"]: row for row in metrics.read(lake["warehouse"], "decode_failure", date, date)
@@ -132,6 +194,7 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
                 }
                 for name in sources
             },
+            "thresholds": {name: dict(source["thresholds"]) for name, source in sources.items()},
         },
     }
 
@@ -173,7 +236,11 @@ def _entry(
     landed = today is not None or storage.exists(layout.join(landing, source["marker"]))
     entry: dict[str, Any] = {"source": name, "status": status(landed, today, tables, failure)}
     if failure is not None:  # figures, if any, are those of an earlier run
-        entry["failure"] = {key: failure[key] for key in ("failed_at", "reason")}
+        folder = source["day_folder"].replace("{ds}", date.isoformat())
+        entry["failure"] = {
+            "failed_at": failure["failed_at"],
+            "reason": names_in_text(failure["reason"], landing, folder),
+        }
     entry["expectations"] = {
         "passed": sum(row["passed"] for row in tables if row),
         "failed": sum(row["failed"] for row in tables if row),

@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("svg")
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 STYLE = {
     "svg.fonttype": "none",
@@ -57,7 +58,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowra
 .badge { color: #fff; border-radius: 4px; padding: 0 .4em; white-space: nowrap; }
 .anomalies li { margin: .2em 0; } .none { color: #2e7d32; }
 .chart svg { max-width: 100%; height: auto; }
-small, .muted { color: #666; }
+small, .muted { color: #666; } .nw { white-space: nowrap; }
 @media print { body { max-width: none; margin: 0; } .chart, tr { break-inside: avoid; } }
 """
 
@@ -101,7 +102,11 @@ def render(report: Mapping) -> str:
         f"{report['date']} against the days before it.</p>"
         f'<div class="summary">{summary}</div>'
         f'<h2>Anomalies</h2><ul class="anomalies">{anomalies}</ul>'
-        f"<h2>Sources</h2>{sources_table(sources)}{sections}</body></html>\n"
+        f"<h2>Sources</h2>{sources_table(sources)}"
+        '<p class="muted"><small>Files are named relative to the landing root (<code>paths.'
+        "landing</code> of the sources config), as &lt;source&gt;/dt=&lt;day&gt;/&lt;file&gt;"
+        "@&lt;byte offset&gt; with the default layout.</small></p>"
+        f"{sections}</body></html>\n"
     )
 
 
@@ -115,6 +120,13 @@ def _percent(value: float | None) -> str:
 
 def _link(label: str, target: str | None) -> str:
     return f'<a href="{_e(target)}">{_e(label)}</a>' if target else ""
+
+
+def _breakable(name: str) -> str:
+    """A file name that wraps only after a "/" (not inside "dt=2026-11-26")."""
+    parts = name.split("/")
+    spans = [f"{part}/" for part in parts[:-1]] + parts[-1:]
+    return "<wbr>".join(f'<span class="nw">{_e(part)}</span>' for part in spans)
 
 
 def sources_table(sources: list[Mapping]) -> str:
@@ -144,7 +156,7 @@ def sources_table(sources: list[Mapping]) -> str:
         if "rows" in entry:
             change = entry["rows_change"]
             errors = "<br>".join(
-                f"{_e(e['kind'])} x{e['count']:,} <small>{_e(e['example'])}</small>"
+                f"{_e(e['kind'])} x{e['count']:,} <small>{_breakable(e['example'])}</small>"
                 for e in entry["top_errors"]
             )
             cells.append(
@@ -215,35 +227,96 @@ def hours_chart(landed: list[Mapping]) -> str:
         return _svg(figure, "hours")
 
 
+# key, title, y axis label (units), drawn in percent
 TREND_SERIES = (
-    ("rows", "rows", None),
-    ("bad_byte_rate", "bad-byte rate", "%"),
-    ("checksum_invalid_share", "checksum-invalid share", "%"),
+    ("rows", "rows", "rows", False),
+    ("bad_byte_rate", "bad-byte rate", "% of bytes", True),
+    ("checksum_invalid_share", "checksum-invalid share", "% of checked rows", True),
 )
+GATE_LABEL = {"bad_byte_rate": "gate", "checksum_invalid_share": "budget"}
+GATE_COLOR = "#c62828"
+HEADROOM = 1.15  # a trend's y axis runs from 0 to this multiple of its highest value or gate
+
+
+def trend_top(values: list[float], gate: float | None, least: float) -> float:
+    """The top of a trend's y axis, which starts at 0: room for its highest value and its
+    gate, so that a figure reads against the gate rather than against its own wiggles (a
+    bad-byte rate from 2.970 % to 2.975 % under a 5 % gate is a flat line); `least` when
+    both are 0."""
+    highest = max([*values, gate or 0.0])
+    return HEADROOM * highest if highest > 0 else least
+
+
+def _percent_tick(value: float, _position) -> str:
+    return f"{value:.4g}%"
+
+
+def _count_tick(value: float, _position) -> str:
+    return f"{value:,.0f}"
 
 
 def trends_chart(trends: Mapping) -> str:
-    """Small multiples: one row per source, one column per figure, over the report's days."""
+    """Small multiples: one row per source, one column per figure, over the report's days.
+    Each y axis starts at 0 (`trend_top`) and carries its unit; the source's gate for the
+    figure (`thresholds`: the decode's max_bad_byte_rate, the suite's checksum error budget)
+    is a dashed line with its value."""
     names = list(trends["sources"])
     if not names:
         return ""
     dates = trends["dates"]
+    thresholds = trends.get("thresholds", {})
     with plt.rc_context(STYLE):
-        figure, axes = _grid(len(names) * len(TREND_SERIES), len(TREND_SERIES), 1.0)
+        figure, axes = _grid(len(names) * len(TREND_SERIES), len(TREND_SERIES), 1.2)
         axes = list(axes)
         for row, name in enumerate(names):
-            for column, (key, label, unit) in enumerate(TREND_SERIES):
+            for column, (key, label, unit, percent) in enumerate(TREND_SERIES):
                 ax = axes[row * len(TREND_SERIES) + column]
+                ax.set_gid(f"trend-{name}-{key}")
+                ax.patch.set_gid(f"area-{name}-{key}")
+                scale = 100 if percent else 1
+                gate = thresholds.get(name, {}).get(key)
+                gate = None if gate is None else scale * gate
                 values = trends["sources"][name][key]
-                points = [(x, v) for x, v in enumerate(values) if v is not None]
+                points = [(x, scale * v) for x, v in enumerate(values) if v is not None]
                 if points:
                     xs, ys = zip(*points, strict=True)
-                    ys = [100 * y for y in ys] if unit else ys
-                    ax.plot(xs, ys, marker="o", markersize=2, linewidth=1, color=COLORS["decoded"])
+                    ax.plot(
+                        xs,
+                        ys,
+                        marker="o",
+                        markersize=2,
+                        linewidth=1,
+                        color=COLORS["decoded"],
+                        gid=f"line-{name}-{key}",
+                    )
                     ax.plot(xs[-1:], ys[-1:], marker="o", markersize=3, color="#222")
+                if gate:  # a gate of 0 is the axis itself
+                    ax.axhline(
+                        gate,
+                        color=GATE_COLOR,
+                        linewidth=0.8,
+                        dashes=(4, 2),
+                        gid=f"gate-{name}-{key}",
+                    )
+                    ax.text(
+                        0.995,
+                        gate,
+                        f"{GATE_LABEL[key]} {gate:.3g}%",
+                        transform=ax.get_yaxis_transform(),
+                        ha="right",
+                        va="bottom",
+                        color=GATE_COLOR,
+                        fontsize=6.5,
+                    )
+                ax.set_ylim(0, trend_top([v for _, v in points], gate, 1.0))
+                ax.yaxis.set_major_locator(MaxNLocator(3, integer=not percent))
+                ax.yaxis.set_major_formatter(
+                    FuncFormatter(_percent_tick if percent else _count_tick)
+                )
+                ax.set_ylabel(unit)
                 ax.set_xlim(-0.5, len(dates) - 0.5)
                 ax.set_xticks([0, len(dates) - 1], [dates[0][5:], dates[-1][5:]])
-                ax.set_title(f"{name}: {label}{' (%)' if unit else ''}", loc="left")
+                ax.set_title(f"{name}: {label}", loc="left")
         return _svg(figure, "trends")
 
 
@@ -273,5 +346,5 @@ def bytes_chart(landed: list[Mapping]) -> str:
         ax.set_xlim(0, 130)
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.set_xlabel("share of the day's bytes (%)")
-        ax.legend(ncols=4, loc="lower right", frameon=False, fontsize=7)
+        ax.legend(ncols=4, loc="lower left", bbox_to_anchor=(0, 1), frameon=False, fontsize=7)
         return _svg(figure, "bytes")

@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def resolve_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
     """`args` with the suite's spec, its parameters and the table it reads; an unknown
-    suite or parameter is a usage error. It imports Great Expectations (about 3 s), so
+    suite or parameter is a usage error. It imports Great Expectations, a slow import, so
     `main` runs it while Spark starts."""
     from expectations import registry
 

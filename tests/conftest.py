@@ -1,12 +1,23 @@
-"""Fixtures shared by every test folder.
+"""Fixtures shared by every test folder, the hypothesis profiles and the slow marks.
 
 One local SparkSession for the whole test session (starting one costs seconds and a JVM):
 two cores, UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
 
-Property tests run under one hypothesis profile: derandomized (the examples follow from
-each test's own code, so a commit always gets the same verdict), no example database, no
-deadline (a loaded 2-core machine must not turn slowness into failure). Each test keeps its
-own `max_examples` budget. Open-ended random search is `./wirelake fuzz`, not the suite.
+Property tests run under a hypothesis profile, "full" unless `--hypothesis-profile` names
+another: derandomized (the examples follow from each test's own code, so a commit always
+gets the same verdict), no example database, no deadline (a loaded 2-core machine must not
+turn slowness into failure). "full" tries 100 examples per test, "quick" (`./wirelake test
+--quick`) 10. A test whose examples cost more or less asks for a multiple of the profile's
+count, `settings(max_examples=examples(3))` (tests/budget.py), never for a number.
+Open-ended random search is `./wirelake fuzz`, not the suite.
+
+A test is slow when it needs a Spark JVM, an Airflow process, a server or a browser: it
+carries the mark of what it needs (SLOW, registered in pyproject.toml) and then `slow`,
+which `./wirelake test --quick` deselects (`./wirelake test` runs everything, as CI does).
+The marks come from the fixtures a test uses, directly or through other fixtures
+(FIXTURE_MARKS), and from its module's `pytestmark` where no fixture tells (spark-submit
+runs, Airflow runs, a server or browser a test starts itself); `e2e`, a whole pipeline run
+through Airflow, is also `airflow`.
 """
 
 from __future__ import annotations
@@ -19,8 +30,29 @@ import tempfile
 import pytest
 from hypothesis import settings
 
-settings.register_profile("suite", derandomize=True, database=None, deadline=None)
-settings.load_profile("suite")
+settings.register_profile("full", derandomize=True, database=None, deadline=None, max_examples=100)
+settings.register_profile("quick", settings.get_profile("full"), max_examples=10)
+settings.load_profile("full")  # pytest's --hypothesis-profile, when given, loads its own
+
+SLOW = ("spark", "airflow", "service", "browser")
+FIXTURE_MARKS = {
+    "spark": "spark",  # the session's SparkSession
+    "standalone_master": "spark",  # a Spark master and worker (tests/e2e/conftest.py)
+    "metadata_db": "service",  # a PostgreSQL server where one is installed (tests/scheduling)
+}
+IMPLIED_MARKS = {"e2e": "airflow"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture in sorted(FIXTURE_MARKS.keys() & set(item.fixturenames)):
+            item.add_marker(FIXTURE_MARKS[fixture])
+        for mark, implied in IMPLIED_MARKS.items():
+            if item.get_closest_marker(mark):
+                item.add_marker(implied)
+        if any(item.get_closest_marker(mark) for mark in SLOW):
+            item.add_marker("slow")
 
 
 @pytest.fixture(scope="session")

@@ -48,11 +48,11 @@ FORMAT = "cernan"
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
-# The compiled JSON walk (`fastjson.py`, the `record_json` column) costs a fresh process
-# about 0.4 s of CPU before its first block (loading its cached machine code, ~60 MB of
-# RSS; docs/cernan.md §8), then saves 80-120 ms of CPU per MB: packets take it once the
-# process has read this much cernan data (or from the start of a file this large), so that
-# a small file does not pay for it.
+# The compiled JSON walk (`fastjson.py`, the `record_json` column) has a fixed cost per
+# process before its first block (loading its cached machine code; docs/cernan.md §8),
+# then takes less CPU per MB than the pure path: packets take it once the process has read
+# this much cernan data (or from the start of a file this large), so that a small file does
+# not pay for it (figures: docs/performance.md, Cernan decoder).
 COMPILED_AFTER_BYTES = 4 << 20
 AUTO = "auto"  # COMPILED: the compiled walk once worth it (`COMPILED_AFTER_BYTES`)
 COMPILED = AUTO  # tests set True or False to run one walk only

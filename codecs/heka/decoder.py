@@ -167,12 +167,12 @@ _COLUMNS = "wirecodecs.heka.columns"
 AT_FIRST_DECODE = "at the first decode"
 # The compiled walk's column module (`columns`, kernels in `columns.fp`); AT_FIRST_DECODE:
 # that module, imported by the first decode that takes the compiled walk rather than with
-# the registry (importing numba costs a process about 0.15 s); None: the pure walk
+# the registry (so that importing the registry does not import numba); None: the pure walk
 # (`_pure_walk`) takes every stream. Tests set it.
 COMPILED = AT_FIRST_DECODE
 # A stream shorter than this takes the pure walk until the compiled one is loaded in the
-# process: loading it from numba's cache costs about 0.35 s of CPU (docs/heka.md §
-# "Compiled walk"), the pure walk about 0.1 s a MB. Tests set it to 0.
+# process: loading it from numba's cache costs more CPU than the pure walk spends on such a
+# stream (docs/heka.md, "Compiled walk"; figures in docs/performance.md). Tests set it to 0.
 PURE_BELOW = 1 << 20
 _FRAME_TABLE = 4096  # frames listed per compiled framing call
 _SPARE_BYTES = 16 << 20  # inflated snappy bodies held at once (beyond one frame's)
@@ -566,8 +566,8 @@ _OUTER_PAD = bytes(byte ^ 0x5C for byte in range(256))  # and opad
 
 class _Pads(NamedTuple):
     """An HMAC key as RFC 2104 uses it: the hash states after its inner and outer pads,
-    copied per body. Cheaper than `hmac`'s copy of a keyed HMAC (1.2 against 1.7 us for a
-    380-byte body: two hash copies and no Python wrapper), the hashing still hashlib's."""
+    copied per body. Cheaper than `hmac`'s copy of a keyed HMAC (two hash copies and no
+    Python wrapper), the hashing still hashlib's."""
 
     inner: object
     outer: object

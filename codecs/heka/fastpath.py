@@ -276,8 +276,8 @@ def frames(data, max_len, table, after_garbage):
 def _put(arena, column, cur, data, start, length):
     """Append `data[start:start + length]` to a text column; its length. The copy is
     `kernels.copy`'s loop written out here, so that it inlines with `_put`: a call to
-    `kernels.copy` made the plain Heka decode slower (20 MB, CPU, five interleaved rounds:
-    best 48.6 against 44.4 ms, mean 60.3 against 51.7 ms)."""
+    `kernels.copy` per string made the plain Heka decode slower (docs/performance.md,
+    Heka decoder)."""
     to = np.uint64(cur[U_REGIONS + column] + cur[U_TEXTS + column])
     at = np.uint64(start)
     for i in range(np.uint64(length)):

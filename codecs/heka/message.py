@@ -7,9 +7,8 @@ streams and to give the exact DecodeError of a body the compiled walk rejects.
 Why not the protobuf runtime (upb, with classes built from message.proto): it parses in
 C far faster than Python can, but a decoder must then read every value back out of the
 message objects (presence checks, repeated containers), and that read-out alone costs more
-than this reader's whole parse (bench/heka_decode.py on 50 MB of web-log messages: parse
-and read-out 68-75k messages/s, `protobuf-values`; this reader 116-134k without the
-decoder's memo of Fields, `wire-reader`). It
+than this reader's whole parse (bench/heka_decode.py: `protobuf-values` against
+`wire-reader`; figures in docs/performance.md). It
 also hands over unknown fields as their wire bytes and every string as bytes, so that
 the decoder can keep what is not UTF-8, and reports damage as a typed error.
 

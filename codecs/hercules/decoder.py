@@ -50,8 +50,9 @@ _LOOKAHEAD = 64 << 10  # bytes buffered ahead of an event before it is read
 _FLUSH_ENTRIES = 1 << 16  # also yield once 65 536 tag entries are buffered (memory)
 _STATE_ENTRY_BYTES = 12  # stream read state: partition int32, offset int64
 _RESYNC_TICKS = 7 * 24 * 3600 * 10**7  # a week: see `_chain_reads`
-# Resync work (`_work` units, about 1 ns each) a file may spend: a floor, plus an amount
-# per byte read, so that hostile bytes cost at most about 0.1 s + 0.5 s per MB.
+# Resync work (`_work` units) a file may spend: a floor, plus an amount per byte read, so
+# that the time hostile bytes cost grows at most linearly with the file (the bound in
+# seconds: docs/performance.md, Hercules decoder).
 _RESYNC_WORK_FLOOR = 100_000_000
 _RESYNC_WORK_PER_BYTE = 500
 _ATTEMPT_WORK = 4000  # a candidate offset (two headers, an exception, a JSON view)
@@ -378,8 +379,8 @@ class _Walk:
 
 
 def _work(entries: list) -> int:
-    """What reading a candidate cost, in units of about 1 ns (measured on hostile input:
-    0.7 to 1 ns each): the attempt, every entry it made, and what entries hold beyond
+    """What reading a candidate cost, in units of roughly equal CPU time (the unit's size:
+    docs/performance.md): the attempt, every entry it made, and what entries hold beyond
     their bytes on the wire: paths (which repeat their ancestors' keys), texts, raw bytes
     and the elements of Null vectors (a list slot each, and no bytes)."""
     if not entries:

@@ -118,8 +118,8 @@ def _copy_wide(out, at, src, pos, size):
     """`kernels.copy` 8 bytes at a time, when the steps stay inside both arrays and, within
     one array, read only bytes written before (`at - pos` >= 8): up to 7 bytes past the
     copy are overwritten, which snappy's next copies rewrite. Kept for snappy's short
-    runs: `kernels.copy` in its place and `_copy16`'s made the decode of a 20 MB snappy
-    file (bench/inlong_decode.py's v4 and v1) 1.2x as long, side by side."""
+    runs, which `kernels.copy`'s general loop serves worse (docs/performance.md, InLong
+    decoder)."""
     if pos + size + 8 > src.size or at + size + 8 > out.size:
         copy(out, at, src, pos, size)
         return

@@ -43,11 +43,11 @@ ROW_SCHEMA = pa.schema(list(INLONG_SCHEMA)[1:])  # all but source_file
 WINDOW_BYTES = 1 << 20  # length-prefixed frames are walked a window of this size at a time
 FRAMES_PER_WALK = 8192  # ... at most this many at a time
 
-# The compiled walk costs a fresh process 0.5-1 s before its first message (importing
-# numba, loading the cached machine code: docs/inlong.md, "Benchmark") and then decodes
-# InLong data about 6 times as fast as the pure walk (~20 MB/s): it takes over once the
-# process has read this much (a file this large: from its start), so that a small file
-# (the inspector's) does not pay for it.
+# The compiled walk has a fixed cost per process before its first message (importing
+# numba, loading the cached machine code) and then decodes InLong data faster than the
+# pure walk: it takes over once the process has read this much (a file this large: from
+# its start), so that a small file (the inspector's) does not pay for it (figures:
+# docs/performance.md, InLong decoder).
 COMPILED_AFTER_BYTES = 8 << 20
 _COMPILED = "wirecodecs.inlong.compiled"  # the compiled walk's module
 _bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)

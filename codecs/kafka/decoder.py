@@ -49,10 +49,10 @@ from wirecodecs.stream import StreamWindow, quarantine_rest, truncated_tail
 _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 
-# The compiled walk costs a fresh process ~0.5 s before its first batch (numba's start,
-# loading the cached machine code; docs/kafka.md §12) and then saves ~25 ms per MB over the
-# pure walk: flushes take it once the process has read this much Kafka data, so that a
-# small file (the inspector's) does not pay for it.
+# The compiled walk has a fixed cost per process before its first batch (numba's start,
+# loading the cached machine code; docs/kafka.md §3.4) and then takes less CPU per MB than
+# the pure walk: flushes take it once the process has read this much Kafka data, so that a
+# small file (the inspector's) does not pay for it (figures: docs/performance.md).
 COMPILED_AFTER_BYTES = 8 << 20
 _bytes_read = 0  # Kafka data read by this process so far (files decoded to the end)
 

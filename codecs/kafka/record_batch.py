@@ -151,10 +151,10 @@ def _walk_records(data: bytes, count: int, run: Run) -> int:
     """Walk `count` records (docs/kafka.md §2.7) from the start of `data`; return the end
     position.
 
-    The pure-Python twin of the compiled walk (fastpath.py), kept for measured reasons
-    (docs/kafka.md §12): numba's first call costs a fresh process ~0.4 s of CPU even from a
-    warm cache (a 2 MB segment takes this walk ~0.07 s), so a process walks its first
-    COMPILED_AFTER_BYTES here; it also gives the exact DecodeError of a section the
+    The pure-Python twin of the compiled walk (fastpath.py; docs/kafka.md §3.4): numba's
+    first call in a process costs more, even from a warm cache, than this walk takes over
+    a small segment, so a process walks its first COMPILED_AFTER_BYTES here (figures in
+    docs/performance.md); it also gives the exact DecodeError of a section the
     compiled walk rejects, reads control batches, and serves hosts without numba.
     Raises IndexError when a record runs past `data`; each record's declared length is
     checked against the bytes its fields took.

@@ -20,9 +20,12 @@ import sqlalchemy
 
 START = Path(__file__).resolve().parents[2] / "docker" / "postgres" / "start.sh"
 
-pytestmark = pytest.mark.skipif(
-    not pgserver.wanted(), reason="no PostgreSQL server installed (.ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.service,  # a PostgreSQL server, started twice
+    pytest.mark.skipif(
+        not pgserver.wanted(), reason="no PostgreSQL server installed (.ci/run installs it)"
+    ),
+]
 
 
 def answers(url: str) -> bool:

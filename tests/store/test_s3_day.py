@@ -36,7 +36,7 @@ from jobs import decode, layout
 from jobs.lake import day_rows, read_day
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.service]  # spark-submit runs, an S3 server
 
 DAY = "2026-11-26"
 DATE = dt.date.fromisoformat(DAY)

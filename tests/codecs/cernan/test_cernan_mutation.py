@@ -5,6 +5,7 @@ exactly as before (the strict walk loses only what follows a broken length prefi
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from cernan_helpers import check_invariants, run, sidecar, vector
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,7 +82,7 @@ def test_garbage_between_packets(frame, garbage):
         assert result.accounting.bytes_truncated_tail == len(garbage)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(1.5))
 @given(
     st.lists(
         st.tuples(

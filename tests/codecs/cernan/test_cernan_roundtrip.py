@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from budget import examples
 from cernan_helpers import check_invariants, run, sidecar, vector
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,7 +78,7 @@ def build(spec: dict) -> bytes:
     return enc.frame(enc.Packet(avro, kv=kv, **fields))
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(0.6))
 @given(st.lists(packet_st, max_size=5))
 def test_any_dump_round_trips(packets):
     data = b"".join(build(spec) for spec in packets)

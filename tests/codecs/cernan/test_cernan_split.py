@@ -9,6 +9,7 @@ dump's decode."""
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from cernan_helpers import DATA, sidecar
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,7 +69,7 @@ def test_with_resync_the_hop_stops_at_a_length_the_walk_scans_past():
     where=st.integers(0, 11),
     step=st.integers(20, 400),
 )
-@settings(max_examples=60)
+@settings(max_examples=examples(0.6))
 def test_any_dump_cut_at_its_points_reads_as_whole(sizes, damage, where, step):
     frames = [packet(number, records) for number, records in enumerate(sizes)]
     where %= len(frames)

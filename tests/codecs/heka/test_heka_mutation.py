@@ -13,6 +13,7 @@ import zlib
 
 import pytest
 import zstandard
+from budget import examples
 from decoding import ChunkedReads, check_items, check_quarantined, outcome, peak_bytes
 from heka_support import DATA, decode, sidecar
 from hypothesis import assume, given, settings
@@ -35,7 +36,7 @@ SEEDS = {
 }
 SEED_NAMES = sorted(SEEDS)
 BATCH_ROWS = 3
-FAST = settings(max_examples=200)
+FAST = settings(max_examples=examples(2))
 
 
 def frame_starts(name: str) -> list[int]:
@@ -112,7 +113,6 @@ def test_splices_of_two_files(first, second, pick):
     checked(a[: pick.draw(st.integers(0, len(a)))] + b[pick.draw(st.integers(0, len(b))) :])
 
 
-@settings(max_examples=100)
 @given(
     seeds,
     st.lists(st.integers(1, 700), min_size=1, max_size=8),

@@ -15,6 +15,7 @@ import struct
 import uuid as uuids
 
 import zstandard
+from budget import examples
 from heka_proto import classes
 from heka_support import DATA, decode, signers_file
 from hypothesis import HealthCheck, example, given, settings
@@ -31,7 +32,9 @@ SIGNERS = [
     enc.Signer("dev", 3, "kl\u00fcssel-\u2603".encode(), "SHA1"),
     enc.Signer("empty", 0, b"", "SHA1"),
 ]
-ROUNDTRIP = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+ROUNDTRIP = settings(
+    max_examples=examples(1.5), suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 utf8 = st.text(max_size=20)
 texts = st.one_of(utf8, st.binary(max_size=12))  # producers never check UTF-8

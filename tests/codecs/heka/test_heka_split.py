@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from budget import examples
 from heka_support import DATA, VECTORS, sidecar
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,7 +117,7 @@ def build(items, cut: int) -> bytes:
     cut=st.integers(0, 12),
     fractions=st.lists(st.floats(0.01, 0.99), min_size=1, max_size=5),
 )
-@settings(max_examples=150)
+@settings(max_examples=examples(1.5))
 def test_ranges_that_fit_read_as_the_whole_stream(items, cut, fractions):
     data = build(items, cut)
     boundaries = sorted({int(len(data) * f) for f in fractions} - {0})

@@ -9,6 +9,7 @@ import struct
 import sys
 
 import pytest
+from budget import examples
 from decoding import ChunkedReads
 from hercules_helpers import decode, decode_value
 from hypothesis import given, settings
@@ -121,7 +122,7 @@ def test_trailing_bytes_after_the_declared_events(batch):
     assert (item.byte_offset, item.length, item.kind) == (len(data), 3, "trailing_bytes")
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(
     st.binary(max_size=600),
     st.sampled_from(["batch", "events", "stream_read"]),
@@ -132,7 +133,7 @@ def test_arbitrary_bytes_never_raise_and_always_balance(data, framing, source):
     assert got.accounting.stop_reason
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(st.binary(max_size=300))
 def test_decode_value_raises_only_decode_errors(data):
     try:

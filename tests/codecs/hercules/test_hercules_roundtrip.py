@@ -10,6 +10,7 @@ import tracemalloc
 import uuid
 
 import pytest
+from budget import examples
 from decoding import ChunkedReads, peak_bytes
 from hercules_helpers import decode, decode_value, expected_plain, expected_typed, typed
 from hypothesis import HealthCheck, example, given, settings
@@ -85,7 +86,7 @@ KEY_CUT_MID_CHARACTER = Event(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(EVENTS)
 @example(KEY_CUT_MID_CHARACTER)
 def test_any_event_round_trips(event):
@@ -94,7 +95,7 @@ def test_any_event_round_trips(event):
     check_row(row, event, data)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(EVENTS, max_size=6), st.integers(1, 64), st.booleans())
 def test_any_batch_round_trips_through_short_reads(events, step, compress):
     encoded = [encode_event(event) for event in events]

@@ -14,6 +14,7 @@ import cramjam
 import numpy as np
 import pyarrow as pa
 import pytest
+from budget import examples
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,7 @@ from wirecodecs.inlong.decoder import decode
 from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.inlong.payload import decode_values
 
-FAST = settings(max_examples=200)
+FAST = settings(max_examples=examples(2))
 
 
 def outcome(data: bytes, compiled_walk: bool, **options) -> list:

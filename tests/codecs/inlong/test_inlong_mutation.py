@@ -14,6 +14,7 @@ import cramjam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from budget import examples
 from decoding import outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,7 @@ from wirecodecs.rows import FLUSH_BYTES
 
 SEEDS = ["v0_handmade", "v1_snappy_multi", "v2_plain_multi", "v3_snappy", "v4_private_attrs_snappy",
          "v4_snappy_by_sdk", "v4_lf_separated", "ext_go_test_v4"]  # fmt: skip
-FAST = settings(max_examples=300)
+FAST = settings(max_examples=examples(3))
 GOOD = enc.encode_blocks(1, [("m=0&dt=1700000000000", [b"before"])], 1)
 AFTER = enc.encode_v4([b"after"], "groupId=g&streamId=s", ext_field=4, data_time=1700000000)
 

@@ -8,6 +8,7 @@ dicts, so the attribute map each row must carry is known without the decoder's h
 from __future__ import annotations
 
 import pytest
+from budget import examples
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from inlong_helpers import carried, checked, rows_of
 
 from wirecodecs.inlong import encoder as enc
 
-FAST = settings(max_examples=150)
+FAST = settings(max_examples=examples(1.5))
 KEY = st.text(
     st.sampled_from("abcdefghijklmnopqrstuvwxyzABCXYZ_0123456789."), min_size=1, max_size=8
 )

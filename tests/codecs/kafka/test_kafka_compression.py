@@ -8,6 +8,7 @@ import tracemalloc
 
 import lz4.frame
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ def test_java_frames_decompress_as_the_frame_decoder_does(frame):
     assert ours(frame + b"trailing bytes") == frame_decoder(frame)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(4))
 @given(
     st.sampled_from(FRAMES),
     st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), min_size=1, max_size=3),

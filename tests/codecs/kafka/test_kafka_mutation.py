@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from budget import examples
 from decoding import ChunkedReads, check_items, check_quarantined, outcome, peak_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,7 @@ SEEDS = {
 }
 SEED_NAMES = sorted(SEEDS)
 BATCH_ROWS = 50
-FAST = settings(max_examples=300)
+FAST = settings(max_examples=examples(3))
 
 
 def entry_starts(data: bytes) -> list[int]:
@@ -141,7 +142,6 @@ def test_zero_tails(decode, name, pick, zeros):
         assert (acc.stop_reason, acc.bytes_truncated_tail) == ("truncated_tail", zeros)
 
 
-@settings(max_examples=100)
 @given(
     seeds,
     st.lists(st.integers(1, 700), min_size=1, max_size=8),

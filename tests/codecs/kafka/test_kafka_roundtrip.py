@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
@@ -278,7 +279,7 @@ def test_encoder_reproduces_golden_control_batches():
 
 # --- round trips through our decoder -------------------------------------------------------
 
-RT_SETTINGS = settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+RT_SETTINGS = settings(max_examples=examples(0.25), suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(("magic", "codec"), COMBOS)
@@ -370,7 +371,7 @@ def v2_batches(draw) -> list[enc.RecordBatch]:
     return entries
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 @given(entries=v2_batches())
 def test_round_trip_v2_batch_attributes(decode, entries):
     assert_round_trip(decode, entries)

@@ -31,7 +31,7 @@ from collections.abc import Hashable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
+from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction
 from pyarrow import fs as pafs
@@ -41,6 +41,7 @@ from wirecodecs.locations import absolute, check_location, s3_settings
 
 PARTITION_COLUMN = "dt"
 DEFAULT_RETENTION_HOURS = 168  # how long a replaced run stays readable by time travel
+DAY_KEY = "wirelake.dt"  # in each commit's information: the day it replaced
 
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours the chain of causes it reports
@@ -165,6 +166,7 @@ def replace_day(table: str, date: dt.date, run_folder: str | None) -> int | None
             schema=current,
             partition_by=[PARTITION_COLUMN],
             partition_filters=[(PARTITION_COLUMN, "=", date.isoformat())],
+            commit_properties=CommitProperties(custom_metadata={DAY_KEY: date.isoformat()}),
         )
         delta.update_incremental()  # to the commit just made (or a later one, of other days)
         return delta.version()
@@ -176,6 +178,15 @@ def replace_days(
     """`replace_day` for each table (by key) with the run folder of the same key; a table
     without one (the quarantine under `skip`) loses its day. Versions by table location."""
     return {table: replace_day(table, date, run_dirs.get(key)) for key, table in tables.items()}
+
+
+def day_versions(table: str, date: dt.date) -> list[int]:
+    """The versions of `table` that replaced day `date`, newest first: [0] is the run
+    readers see, [1] the one it replaced (readable until vacuum deletes its files)."""
+    with on_store(table, "reading the history"):
+        delta = open_table(table)
+        history = [] if delta is None else delta.history()
+    return [entry["version"] for entry in history if entry.get(DAY_KEY) == date.isoformat()]
 
 
 def day_files(table: str, date: dt.date, version: int | None = None) -> list[str]:

@@ -42,7 +42,7 @@ def what_a_reader_sees(table: str) -> str:
     return f"torn: {sorted(runs)} in {rows.num_rows} rows"
 
 
-@pytest.fixture(params=["local disk", "s3"])
+@pytest.fixture(params=["local disk", pytest.param("s3", marks=pytest.mark.service)])
 def table(request, tmp_path, monkeypatch) -> str:
     if request.param == "local disk":
         yield str(tmp_path / "warehouse" / "events")

@@ -21,7 +21,7 @@ from jobs import lake, layout
 from jobs.cli import EXIT_TRANSIENT
 from wirecodecs.samples import write_sample_day
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.service]  # spark-submit runs, an S3 server
 
 DAY = "2026-11-26"
 DATE = dt.date.fromisoformat(DAY)

@@ -50,7 +50,7 @@ def write_parts(location: str, parts: int, megabytes: int, name: str) -> None:
     rows = pa.table({"value": pa.array([name.encode()[:1] * BLOCK] * megabytes, pa.binary())})
     for index in range(parts):
         path = f"{folder}/{name}-{index:05d}.parquet"
-        pq.write_table(rows, path, filesystem=filesystem, compression="none")
+        pq.write_table(rows, path, filesystem=filesystem, compression="none", use_dictionary=False)
 
 
 def classify(names: list[str], parts: int) -> str:

@@ -56,7 +56,12 @@ from pyspark.sql import SparkSession
 import wirecodecs
 from jobs import lake, layout, metrics, storage
 from jobs.cli import EXIT_FAILED, EXIT_OK, JobFailed, iso_date, run_job, setup_logging
-from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES
+from jobs.decode_settings import (
+    DEFAULT_ERROR_POLICY,
+    DEFAULT_RETENTION_HOURS,
+    ERROR_POLICIES,
+    GATES,
+)
 from jobs.parts import (
     QUARANTINE,
     SHOWN_BAD_FRAMES,
@@ -179,7 +184,7 @@ def parse_args(argv: list[str] | None) -> DecodeRun:
     parser.add_argument(
         "--retention-hours",
         type=float,
-        default=lake.DEFAULT_RETENTION_HOURS,
+        default=DEFAULT_RETENTION_HOURS,
         help="replaced runs stay readable by time travel this long, then vacuum deletes them",
     )
     args = parser.parse_args(argv)

@@ -37,10 +37,10 @@ from deltalake.transaction import AddAction
 from pyarrow import fs as pafs
 
 from jobs import storage
+from jobs.decode_settings import DEFAULT_RETENTION_HOURS
 from wirecodecs.locations import absolute, check_location, s3_settings
 
 PARTITION_COLUMN = "dt"
-DEFAULT_RETENTION_HOURS = 168  # how long a replaced run stays readable by time travel
 DAY_KEY = "wirelake.dt"  # in each commit's information: the day it replaced
 
 

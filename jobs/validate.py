@@ -96,6 +96,11 @@ def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
     it (its version of the table); empty (its schema) when the run wrote none, so the
     count reconciliation, not a read error, reports a missing partition."""
     table = layout.table_dir(args.warehouse, args.checked)
+    if "versions" not in manifest["outputs"]:
+        raise JobFailed(
+            f"the manifest of {args.source} dt={args.date} names no table versions: it was "
+            "written before the lake's tables were Delta tables; decode the day again"
+        )
     version = manifest["outputs"]["versions"].get(table)
     files = lake.day_files(table, args.date, version) if version is not None else []
     if files:

@@ -37,7 +37,6 @@ settings.load_profile("full")  # pytest's --hypothesis-profile, when given, load
 SLOW = ("spark", "airflow", "service", "browser")
 FIXTURE_MARKS = {
     "spark": "spark",  # the session's SparkSession
-    "standalone_master": "spark",  # a Spark master and worker (tests/e2e/conftest.py)
     "metadata_db": "service",  # a PostgreSQL server where one is installed (tests/scheduling)
 }
 IMPLIED_MARKS = {"e2e": "airflow"}

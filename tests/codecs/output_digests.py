@@ -27,7 +27,7 @@ import json
 import random
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -92,13 +92,20 @@ def _update(sha, got: Decoded) -> None:
     sha.update(repr(sorted(got.accounting.to_dict().items())).encode())
 
 
-def target_digests(target: Target, walk: str = "") -> dict[str, str]:
+def target_digests(
+    target: Target, walk: str = "", names: Collection[str] | None = None
+) -> dict[str, str | None]:
     """Input name -> one digest of its decodes under every option variant and batch size,
-    the decoders set to take `walk` (`fuzz_targets.walk_taken`)."""
+    the decoders set to take `walk` (`fuzz_targets.walk_taken`). With `names`, only those
+    inputs are decoded; every other input of the corpus maps to None."""
     fmt = get(target.name)
-    out = {}
+    chosen = None if names is None else set(names)
+    out: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory() as tmp, walk_taken(target.name, walk):
         for name, data in inputs(target, Path(tmp)):
+            if chosen is not None and name not in chosen:
+                out[name] = None
+                continue
             sha = hashlib.sha256()
             for variant in target.variants:
                 for batch_rows in (default_batch_rows(fmt), SMALL_BATCH):
@@ -113,8 +120,10 @@ def recorded(target_name: str) -> dict[str, str]:
     return json.loads(DIGESTS.read_text())[target_name]
 
 
-def current(target_name: str, walk: str = "") -> dict[str, str]:
-    return target_digests(TARGETS[target_name], walk)
+def current(
+    target_name: str, walk: str = "", names: Collection[str] | None = None
+) -> dict[str, str | None]:
+    return target_digests(TARGETS[target_name], walk, names)
 
 
 def main() -> int:

@@ -4,7 +4,10 @@ tests/data/fuzz/<target>/ once broke a decoder's contract and is held to all of 
 items adding up, the same outcome whatever the read sizes, within time and memory).
 
 And a smoke run of the fuzzer itself per target: a fixed libFuzzer seed and a fixed number
-of inputs (not a time), so that every run gives the same verdict.
+of inputs (not a time), so that every run gives the same verdict. The number is the
+profile's count (tests/budget.py: 100 under "full", 10 under "quick"), and the seed files
+are swept like an exhaustive test's positions (all under "full", a tenth under "quick"),
+so that the seeds, run first, stay within it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from budget import examples, sweep
 from decoding import decode_all
 from fastavro import schemaless_writer
 from fuzz_targets import (
@@ -33,7 +37,7 @@ from wirecodecs.cernan import encoder as cernan
 
 LIMITS = Limits(seconds=10, base_bytes=64 << 20, bytes_per_input_byte=64)
 FUZZER = Path(__file__).resolve().parents[1] / "fuzz" / "fuzz_decoders.py"
-SMOKE_RUNS = 100  # inputs per target, seeds included
+SMOKE_RUNS = examples(1)  # inputs per target, seeds included: 100 under "full"
 SMOKE_MAX_LEN = 2048  # bytes: seeds are cut there, so each input is quick
 # libFuzzer's memory limit reads the process's peak RSS, which a process inherits from
 # the one that starts it: started from this test process, grown by the tests before, the
@@ -87,7 +91,9 @@ def test_cernan_datums_of_no_bytes_are_charged_a_byte_of_their_block(count, deco
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_fuzzer_smoke(target: str, tmp_path: Path) -> None:
     seeds = tmp_path / "seeds"
-    seed_files(TARGETS[target], seeds)
+    files = seed_files(TARGETS[target], seeds)
+    for path in set(files) - set(sweep(files)):
+        path.unlink()
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     command = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from budget import sweep
 from decoding import outcome
 from heka_support import DATA, VECTORS, decode
 from test_heka_mutation import SEED_NAMES, SEEDS
@@ -63,6 +64,6 @@ def test_vectors_read_alike(name, batch_rows):
 
 @pytest.mark.parametrize("name", SEED_NAMES)
 def test_damaged_seeds_read_alike(name):
-    for seed in range(150):
+    for seed in sweep(range(150)):
         pure, compiled = both_walks(damaged(SEEDS[name], seed), batch_rows=3)
         assert compiled == pure, seed

@@ -9,7 +9,7 @@ import struct
 import sys
 
 import pytest
-from budget import examples
+from budget import examples, sweep
 from decoding import ChunkedReads
 from hercules_helpers import decode, decode_value
 from hypothesis import given, settings
@@ -51,9 +51,15 @@ def kept(got) -> set[int]:
     return {row["byte_offset"] for row in got.rows}
 
 
+def boundaries(offsets: list[int]) -> set[int]:
+    """The count and the bytes on either side of each event boundary: what a sweep over
+    the batch always takes (tests/budget.py)."""
+    return {*range(5), *(at + step for at in offsets for step in (-1, 0, 1))}
+
+
 def test_truncated_at_every_byte(batch):
     data, events, offsets = batch
-    for cut in range(len(data)):
+    for cut in sweep(range(len(data)), keep=boundaries(offsets)):
         got = checked(data[:cut])
         whole = [at for at, event in zip(offsets, events, strict=True) if at + len(event) <= cut]
         assert [row["byte_offset"] for row in got.rows] == whole, cut
@@ -71,7 +77,7 @@ def test_flipped_byte_at_every_position(batch, monkeypatch):
     monkeypatch.setattr(decoder, "_LOOKAHEAD", 256)  # chunk boundaries inside events too
     data, _, offsets = batch
     misread = []
-    for pos in range(4, len(data)):
+    for pos in sweep(range(4, len(data)), keep=boundaries(offsets)):
         mutated = bytearray(data)
         mutated[pos] ^= 0xFF
         got = checked(bytes(mutated))

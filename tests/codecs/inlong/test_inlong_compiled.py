@@ -14,12 +14,12 @@ import cramjam
 import numpy as np
 import pyarrow as pa
 import pytest
-from budget import examples
+from budget import examples, sweep
 from decoding import ChunkedReads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inlong_helpers import CASES, vector
-from test_inlong_mutation import SEEDS, framed
+from test_inlong_mutation import SEEDS, frame_bytes, framed
 
 from wirecodecs import FileAccounting
 from wirecodecs.inlong import bounds, compiled, decoder, samples
@@ -80,8 +80,9 @@ def test_sample_days(day, tmp_path):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_byte_flipped_and_every_truncation(seed):
     data = vector(seed)
-    mutants = [data[:cut] for cut in range(len(data))]
-    for at in range(len(data)):
+    positions = sweep(range(len(data)), keep=frame_bytes(data))
+    mutants = [data[:cut] for cut in positions]
+    for at in positions:
         damaged = bytearray(data)
         damaged[at] ^= 0xFF
         mutants.append(bytes(damaged))

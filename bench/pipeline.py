@@ -15,6 +15,11 @@ written by the format's own bench/<fmt>_decode.py generator: files of about --fi
 * validate job: jobs/validate.py with the format's suite over the partition just written,
   with the Spark jobs it ran and those of them that scanned the partition (its event log).
 
+With --store s3 (or both) the two jobs run again with the landing, warehouse and reports on
+an S3-compatible server on loopback (moto's, as the tests start it; the day uploaded to it
+once), as "decode job s3" and "validate job s3"; the decode jobs also give the seconds of
+their commit (the manifest's `commit_seconds`).
+
 Every run is a command whose whole process tree is measured (bench/proctree.py): wall
 seconds, CPU seconds (user + sys of every process), peak summed RSS and the peaks of the
 JVM, the pyspark workers and the Python driver; then rows/s and MB/s (landed bytes) of
@@ -24,12 +29,14 @@ exit, --timeout) is reported with its exit code and the last lines of its output
 benchmark goes on (a validate run only follows a decode run of the same round that passed).
 
     ./wirelake bench pipeline [--size-mb 256] [--file-mb 128] [--format kafka] [--repeat 1]
-                               [--keep] [--json]
+                               [--store local|s3|both] [--keep] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import datetime as dt
 import importlib
 import json
@@ -39,7 +46,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -49,15 +56,19 @@ import proctree
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+from pyarrow import fs as pafs
 
-from jobs import layout
+from jobs import layout, storage
 from jobs.decode_settings import with_data_root
-from jobs.spark_conf import SmallDayConf, job_conf
+from jobs.spark_conf import SmallDayConf, job_conf, store_conf
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.options import resolve
 from wirecodecs.registry import TableRows, WireFormat, get
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "store"))
+from s3server import moto_server  # noqa: E402  (the loopback S3 server the tests start)
+
 SOURCES = ROOT / "dags" / "sources.yaml"
 DAY = dt.date(2026, 9, 21)  # the bench generators' clocks start on that day, 14:13 UTC
 MASTER = "local[2]"
@@ -129,14 +140,31 @@ class Day:
     options: dict[str, object]  # the source's decode options, {data_root} resolved
     params: dict[str, object]  # its suite's parameters
     spark: dict  # sources.yaml defaults.spark: driver_memory, conf
+    lake: str | None = None  # where the jobs read and write: None, the scratch folder; s3://...
 
     @property
     def landing(self) -> Path:
         return Path(layout.landing_dir(str(self.scratch / "landing"), self.format, DAY))
 
     @property
-    def warehouse(self) -> Path:
-        return self.scratch / "warehouse"
+    def root(self) -> str:
+        return self.lake or str(self.scratch)
+
+    @property
+    def job_landing(self) -> str:
+        return layout.landing_dir(layout.join(self.root, "landing"), self.format, DAY)
+
+    @property
+    def warehouse(self) -> str:
+        return layout.join(self.root, "warehouse")
+
+    @property
+    def reports(self) -> str:
+        return layout.join(self.root, "reports")
+
+    @property
+    def suffix(self) -> str:
+        return "" if self.lake is None else " s3"
 
     @property
     def mb(self) -> float:
@@ -186,7 +214,7 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
 def spark_submit(day: Day, job: str, app: str, *args: str) -> list[str]:
     """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf
     (jobs/spark_conf.py), a small day's included."""
-    conf = job_conf(day.spark, job)
+    conf = {**job_conf(day.spark, job), **store_conf(job, day.warehouse)}
     if small := SmallDayConf.of(day.spark, job):
         conf.update(small.for_day(day.landed_bytes))
     conf = [f"{key}={value}" for key, value in sorted(conf.items())]
@@ -208,8 +236,8 @@ def decode_job(day: Day) -> list[str]:
         "decode",
         "jobs/decode.py",
         *("--source", day.format, "--envelope", day.format, "--payload", "raw"),
-        *("--date", DAY.isoformat(), "--landing", str(day.landing)),
-        *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
+        *("--date", DAY.isoformat(), "--landing", day.job_landing),
+        *("--warehouse", day.warehouse, "--reports", day.reports),
         *("--max-error-rate", "1", "--max-bad-byte-rate", "1"),
         *("--options", json.dumps(day.options)),
     )
@@ -225,7 +253,7 @@ def validate_job(day: Day) -> list[str]:
         "validate",
         "jobs/validate.py",
         *("--source", day.format, "--suite", day.format, "--date", DAY.isoformat()),
-        *("--warehouse", str(day.warehouse), "--reports", str(day.scratch / "reports")),
+        *("--warehouse", day.warehouse, "--reports", day.reports),
         *pairs("--param", day.params),
     )
     logging = [
@@ -280,9 +308,16 @@ def floor_rows(day: Day, run: proctree.TreeRun) -> int:
     return json.loads(run.stdout.read_text())["rows"]
 
 
+def manifest(day: Day) -> dict:
+    return storage.read_json(layout.manifest_path(day.warehouse, day.format, DAY))
+
+
 def manifest_rows(day: Day, run: proctree.TreeRun) -> int:
-    manifest = Path(layout.manifest_path(str(day.warehouse), day.format, DAY))
-    return json.loads(manifest.read_text())["totals"]["rows"]
+    return manifest(day)["totals"]["rows"]
+
+
+def commit_seconds(day: Day) -> dict:
+    return {"commit_seconds": manifest(day)["run"]["commit_seconds"]}
 
 
 @dataclass(frozen=True)
@@ -297,9 +332,22 @@ class Step:
 STEPS = [
     Step("spark start-up", startup_app),
     Step("floor", floor, floor_rows),
-    Step("decode job", decode_job, manifest_rows),
+]
+JOB_STEPS = [  # for each store
+    Step("decode job", decode_job, manifest_rows, figures=commit_seconds),
     Step("validate job", validate_job, manifest_rows, after="decode job", figures=scan_jobs),
 ]
+
+
+def plan(days: list[Day]) -> list[tuple[Step, Day]]:
+    """The steps in the order each round runs them: start-up and floor once (on the first
+    day: local disk), then the jobs on each store, named by it."""
+    steps = [(step, days[0]) for step in STEPS]
+    for day in days:
+        for step in JOB_STEPS:
+            after = step.after and step.after + day.suffix
+            steps.append((dataclasses.replace(step, name=step.name + day.suffix, after=after), day))
+    return steps
 
 
 # --- the floor, in its own process ----------------------------------------------------
@@ -397,12 +445,12 @@ def measure(step: Step, day: Day, round_: int, timeout: float) -> dict:
     return result
 
 
-def bench(day: Day, repeat: int, timeout: float) -> list[dict]:
+def bench(days: list[Day], repeat: int, timeout: float) -> list[dict]:
     """Every step, `repeat` rounds in turn (so that a change of load hits every step)."""
     runs = []
     for round_ in range(1, repeat + 1):
         done: dict[str, dict] = {}
-        for step in STEPS:
+        for step, day in plan(days):
             if step.after and done[step.after]["status"] != "ok":
                 done[step.name] = {"step": step.name, "round": round_, "status": "skipped",
                                    "reason": f"{step.after} failed"}  # fmt: skip
@@ -443,14 +491,15 @@ RATIOS = {  # ratio key (after "wall_" or "cpu_") -> how the note names it
 }
 
 
-def ratios(results: dict[str, dict]) -> dict[str, float | None]:
-    """The RATIOS of the wall times and of the CPU times (steadier on a loaded machine);
-    None where a step failed."""
+def ratios(results: dict[str, dict], day: Day) -> dict[str, float | None]:
+    """The RATIOS of the wall times and of the CPU times (steadier on a loaded machine) of
+    the jobs on `day`'s store; None where a step failed."""
     out = {}
+    names = [step.name for step in STEPS] + [step.name + day.suffix for step in JOB_STEPS]
     for measure in ("wall", "cpu"):
         startup, floor_s, decode_s, validate_s = (
             run[f"{measure}_seconds"] if run["status"] == "ok" else None
-            for run in (results[step.name] for step in STEPS)
+            for run in (results[name] for name in names)
         )
         decode_work = None if decode_s is None or startup is None else decode_s - startup
         figures = ((decode_s, floor_s), (decode_work, floor_s), (validate_s, decode_s))
@@ -480,7 +529,7 @@ def figure(*keys: str) -> Callable[[dict], object]:
 
 
 COLUMNS: list[harness.Column] = [
-    ("step", "<15", "step"),
+    ("step", "<16", "step"),
     ("status", "<14", "status"),
     ("rows", ">11,", figure("rows")),
     ("MB", ">8.1f", figure("mb")),
@@ -489,6 +538,7 @@ COLUMNS: list[harness.Column] = [
     ("CPU s", ">8.1f", figure("cpu_seconds")),
     ("rows/s", ">11,.0f", figure("rows_per_s")),
     ("MB/s", ">7.1f", figure("mb_per_s")),
+    ("commit s", ">9.3f", figure("commit_seconds")),
     ("peak MB", ">9.0f", figure("peak_rss_mb")),
     ("JVM MB", ">8.0f", figure("kinds", "jvm")),
     ("workers MB", ">11.0f", figure("kinds", "python-workers")),
@@ -502,20 +552,19 @@ def print_report(report: dict) -> None:
     results = list(report["results"].values())
     shapes = sorted({file["shape"] for file in report["files"]})
 
-    def ratio_line(measure: str) -> str:
-        shown = (report["ratios"][f"{measure}_{key}"] for key in RATIOS)
+    def ratio_line(store: str, measure: str) -> str:
+        shown = (report["ratios"][store][f"{measure}_{key}"] for key in RATIOS)
         pairs = (
             f"{name} = {'n/a' if value is None else f'{value:.2f}'}"
             for name, value in zip(RATIOS.values(), shown, strict=True)
         )
-        return f"{measure} seconds: " + "; ".join(pairs)
+        return f"{store}, {measure} seconds: " + "; ".join(pairs)
 
     note = [
         f"{report['format']} day {report['date']}: {len(report['files'])} file(s), "
         f"{sum(f['mb'] for f in report['files']):.1f} MB ({', '.join(shapes)}); best of "
         f"{report['repeat']} round(s).",
-        ratio_line("wall"),
-        ratio_line("cpu"),
+        *(ratio_line(store, measure) for store in report["ratios"] for measure in ("wall", "cpu")),
         f"{report['machine']}; driver memory {report['driver_memory']}; load average "
         f"{report['loadavg_start']} at start, {report['loadavg_end']} at end. CPU s = user + "
         "sys of the whole process tree; peak MB = peak summed RSS of the tree (sampled every "
@@ -533,6 +582,27 @@ def print_report(report: dict) -> None:
             print(f"\n{result['step']} skipped: {result['reason']}")
 
 
+@contextlib.contextmanager
+def s3_lake(day: Day, scratch: Path) -> Iterator[Day]:
+    """`day` uploaded to moto's server on loopback, whose AWS_* variables the jobs inherit;
+    the same day with its lake there."""
+    with moto_server(str(scratch / "moto.log")) as server:
+        os.environ.update(server.environment())
+        proctree.SERVICES.add(server.pid)
+        client = server.filesystem()
+        client.create_dir("bench")
+        s3 = dataclasses.replace(day, lake="s3://bench")
+        started = time.perf_counter()
+        pafs.copy_files(
+            str(day.scratch / "landing"),
+            "bench/landing",
+            source_filesystem=pafs.LocalFileSystem(),
+            destination_filesystem=client,
+        )
+        progress(f"uploaded the day to {server.endpoint} in {time.perf_counter() - started:.1f} s")
+        yield s3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=256, help="size of the landed day (MB)")
@@ -545,6 +615,12 @@ def main() -> int:
         "--driver-memory", help="spark-submit --driver-memory (default: as sources.yaml gives)"
     )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds allowed per run")
+    parser.add_argument(
+        "--store",
+        choices=("local", "s3", "both"),
+        default="local",
+        help="where the jobs read and write: local disk, an S3 server on loopback, or both",
+    )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -556,7 +632,9 @@ def main() -> int:
     try:
         started = loadavg()
         day = land(args.format, args.size_mb, args.file_mb, scratch, args.driver_memory)
-        runs = bench(day, args.repeat, args.timeout)
+        with s3_lake(day, scratch) if args.store != "local" else contextlib.nullcontext() as s3:
+            days = {"local": [day], "s3": [s3], "both": [day, s3]}[args.store]
+            runs = bench(days, args.repeat, args.timeout)
         results = with_startup(best(runs))
         report = {
             "format": args.format,
@@ -569,7 +647,7 @@ def main() -> int:
             "loadavg_start": started,
             "loadavg_end": loadavg(),
             "results": results,
-            "ratios": ratios(results),
+            "ratios": {day.suffix.strip() or "local": ratios(results, day) for day in days},
             "runs": runs,
             "scratch": str(scratch) if args.keep else None,
         }

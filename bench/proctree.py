@@ -8,7 +8,8 @@ holds the CPU time of every process of the tree that was waited for. Children of
 that ignores SIGCHLD (pyspark's daemon: its workers) are reaped by the kernel and reach no
 one's rusage: theirs is the last of their CPU times sampled every SAMPLE_SECONDS with
 psutil. Memory is the tree's summed RSS from the same samples: its peak, and the peaks of
-each kind of process (JVM, pyspark workers, Python).
+each kind of process (JVM, pyspark workers, Python). A service the benchmark itself runs
+beside the commands (an S3 server) is named in SERVICES: neither measured nor reaped.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ SAMPLE_SECONDS = 0.2
 REAP_SECONDS = 30  # how long descendants may outlive the command before they are killed
 TAIL_LINES = 15
 PR_SET_CHILD_SUBREAPER = 36
+SERVICES: set[int] = set()  # pids of this process's children that outlive every command
 # left out of a log's tail: Spark's INFO lines, Java stack frames, blank lines
 NOISE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO |\s+at |\s+\.\.\. \d+ more|\s*$")
 
@@ -109,6 +111,8 @@ class _Sampler:
     def sample(self) -> list[psutil.Process]:
         total, by_kind, alive, parents = 0, {}, [], {}
         for process in self.me.children(recursive=True):
+            if process.pid in SERVICES:
+                continue
             try:
                 key = (process.pid, process.create_time())
                 rss = process.memory_info().rss
@@ -188,6 +192,8 @@ def _reap(sampler: _Sampler) -> None:
         if pid:
             sampler.reaped(pid)
             continue
+        if all(child.pid in SERVICES for child in sampler.me.children()):
+            return  # only services left, none of them the command's
         alive = sampler.sample()
         if time.monotonic() > deadline:
             for process in alive:

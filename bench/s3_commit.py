@@ -1,13 +1,15 @@
-"""What committing a day costs, and what a reader sees meanwhile: `storage.replace_dir` (the
-decode job's commit) on local disk and on an S3-compatible server on loopback (moto's, as
-the tests start it), for a day of --parts part files of --part-mb MB each.
+"""What committing a day costs, and what a reader sees meanwhile: the decode job's commit
+(`lake.replace_day`: one Delta log entry naming the run's parts) beside the folder swap it
+replaced (`storage.replace_dir`: two renames on local disk; on an object store a delete, a
+server-side copy of every part and a delete), on local disk and on an S3-compatible server
+on loopback (moto's, as the tests start it), for a day of --parts Parquet parts of
+--part-mb MB each.
 
-Not a test. For each store: the old day and the new day's staging folder are written, then
-the commit is timed while a reader thread lists the partition as fast as it can and
-classifies each listing: the old day complete, the new day complete, nothing, or anything
-else (a mix, or a day partly there). A commit that copies no data (a table format's
-snapshot) is measured too, as its floor: writing one JSON object that lists the new parts
-(what an Iceberg or Delta commit writes, besides its catalog update).
+Not a test. For each store and each commit: the old day and the new run's parts are
+written, then the commit is timed while a reader thread reads the day as fast as it can
+(the swap: a listing of the partition folder; Delta: the table's files of the day) and
+classifies each read: the old day complete, the new day complete, nothing, or anything
+else (a mix, or a day partly there).
 
     ./wirelake run python bench/s3_commit.py [--parts 8] [--part-mb 128] [--store s3|local|both]
 """
@@ -16,14 +18,18 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime as dt
 import json
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,67 +37,90 @@ sys.path.insert(0, str(ROOT / "tests" / "store"))  # the loopback server the tes
 
 from s3server import moto_server  # noqa: E402
 
-from jobs import storage  # noqa: E402
+from jobs import lake, layout, storage  # noqa: E402
 
-CHUNK = 8 << 20
-OLD, NEW = b"o", b"n"  # the byte each day's parts are made of: a reader tells them apart
+DAY = dt.date(2026, 11, 26)
+BLOCK = 1 << 20  # one value per MB: a part of N MB holds N rows
 
 
-def write_parts(filesystem: pafs.FileSystem, folder: str, parts: int, size: int, fill: bytes):
+def write_parts(location: str, parts: int, megabytes: int, name: str) -> None:
+    """`parts` uncompressed Parquet files of about `megabytes` MB each, named `name-N`."""
+    filesystem, folder = storage.resolve(location)
     filesystem.create_dir(folder, recursive=True)
-    block = fill * CHUNK
+    rows = pa.table({"value": pa.array([name.encode()[:1] * BLOCK] * megabytes, pa.binary())})
     for index in range(parts):
-        with filesystem.open_output_stream(f"{folder}/part-{index:05d}.parquet") as out:
-            for start in range(0, size, CHUNK):
-                out.write(block[: min(CHUNK, size - start)])
+        path = f"{folder}/{name}-{index:05d}.parquet"
+        pq.write_table(rows, path, filesystem=filesystem, compression="none", use_dictionary=False)
 
 
-def classify(filesystem: pafs.FileSystem, folder: str, parts: int, sizes: dict[bytes, int]):
-    """'old', 'new', 'empty' or 'partial/mixed' for one listing of the partition; a part's
-    day is told by its size (the new day's parts are one byte longer)."""
-    infos = filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
-    found = [info.size for info in infos if info.type == pafs.FileType.File]
-    if not found:
+def classify(names: list[str], parts: int) -> str:
+    """'old', 'new', 'empty' or 'partial/mixed' for the part names one read found."""
+    if not names:
         return "empty"
-    for name, size in (("old", sizes[OLD]), ("new", sizes[NEW])):
-        if len(found) == parts and all(got == size for got in found):
-            return name
+    for day in ("old", "new"):
+        if len(names) == parts and all(name.startswith(day) for name in names):
+            return day
     return "partial/mixed"
 
 
-def measure(location: str, parts: int, size: int) -> dict:
-    filesystem, root = storage.resolve(location)
-    partition, staging = f"{location}/table/dt=2026-11-26", f"{location}/table/.staging-x"
-    sizes = {OLD: size, NEW: size + 1}
-    started = time.monotonic()
-    write_parts(filesystem, f"{root}/table/dt=2026-11-26", parts, sizes[OLD], OLD)
-    write_parts(filesystem, f"{root}/table/.staging-x", parts, sizes[NEW], NEW)
-    written = time.monotonic() - started
+def watched(read: Callable[[], list[str]], parts: int, commit: Callable[[], None]) -> dict:
+    """`commit` timed while a reader classifies the day in a loop."""
     seen: collections.Counter = collections.Counter()
     done = threading.Event()
 
     def reader() -> None:
         while not done.is_set():
-            seen[classify(filesystem, f"{root}/table/dt=2026-11-26", parts, sizes)] += 1
+            seen[classify(read(), parts)] += 1
 
     thread = threading.Thread(target=reader)
     thread.start()
     time.sleep(0.5)  # the reader sees the old day first
     started = time.monotonic()
-    storage.replace_dir(staging, partition)
-    commit = time.monotonic() - started
+    commit()
+    seconds = time.monotonic() - started
     time.sleep(0.5)
     done.set()
     thread.join()
-    listing = {"parts": [f"part-{index:05d}.parquet" for index in range(parts)]}
+    return {"commit_s": round(seconds, 3), "reader_saw": dict(seen)}
+
+
+def folder_swap(location: str, parts: int, megabytes: int) -> dict:
+    filesystem, _ = storage.resolve(location)
+    partition, staged = f"{location}/swap/dt={DAY}", f"{location}/swap/.staging-x"
     started = time.monotonic()
-    storage.write_json(f"{location}/table/_commits/00001.json", listing)
-    pointer = time.monotonic() - started
+    write_parts(partition, parts, megabytes, "old")
+    write_parts(staged, parts, megabytes, "new")
+    written = time.monotonic() - started
+
+    def read() -> list[str]:
+        path = storage.resolve(partition)[1]
+        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return [info.base_name for info in infos if info.type == pafs.FileType.File]
+
+    result = watched(read, parts, lambda: storage.replace_dir(staged, partition))
+    return {"write_both_days_s": round(written, 2), **result}
+
+
+def delta_commit(location: str, parts: int, megabytes: int) -> dict:
+    table = f"{location}/delta"
+    old, new = layout.run_dir(table, DAY, "old"), layout.run_dir(table, DAY, "new")
+    started = time.monotonic()
+    write_parts(old, parts, megabytes, "old")
+    lake.replace_day(table, DAY, old)
+    write_parts(new, parts, megabytes, "new")
+    written = time.monotonic() - started
+
+    def read() -> list[str]:
+        return [file.rsplit("/", 1)[1] for file in lake.day_files(table, DAY)]
+
+    result = watched(read, parts, lambda: lake.replace_day(table, DAY, new))
+    return {"write_both_days_s": round(written, 2), **result}
+
+
+def measure(location: str, parts: int, megabytes: int) -> dict:
     return {
-        "write_both_days_s": round(written, 2),
-        "replace_dir_s": round(commit, 3),
-        "reader_saw": dict(seen),
-        "metadata_only_commit_s": round(pointer, 4),
+        "folder_swap": folder_swap(location, parts, megabytes),
+        "delta_commit": delta_commit(location, parts, megabytes),
     }
 
 
@@ -101,16 +130,15 @@ def main() -> int:
     parser.add_argument("--part-mb", type=int, default=128)
     parser.add_argument("--store", choices=("s3", "local", "both"), default="both")
     args = parser.parse_args()
-    size = args.part_mb << 20
     results = {"day_mb": args.parts * args.part_mb, "parts": args.parts}
     if args.store in ("local", "both"):
         with tempfile.TemporaryDirectory(dir=ROOT / ".tmp") as folder:
-            results["local"] = measure(folder, args.parts, size)
+            results["local"] = measure(folder, args.parts, args.part_mb)
     if args.store in ("s3", "both"):
         with tempfile.TemporaryDirectory() as folder, moto_server(f"{folder}/moto.log") as server:
             server.filesystem().create_dir("bench")
             os.environ.update(server.environment())
-            results["s3"] = measure("s3://bench/lake", args.parts, size)
+            results["s3"] = measure("s3://bench/lake", args.parts, args.part_mb)
     print(json.dumps(results, indent=1))
     return 0
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -35,7 +34,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import sqlalchemy
 import yaml
 
@@ -45,6 +43,7 @@ from wirecodecs import samples
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 import pgserver  # noqa: E402  (the test suite's PostgreSQL starter, shared)
+from airflowrun import day_digest  # noqa: E402  (and its digest of a day's rows)
 
 
 def parse_args() -> argparse.Namespace:
@@ -110,9 +109,7 @@ class Bench:
             engine.dispose()
 
     def rows(self, source: str, day: dt.date) -> str:
-        table = ds.dataset(self.data / "warehouse" / source / f"dt={day}", format="parquet")
-        lines = sorted(repr(sorted(row.items())) for row in table.to_table().to_pylist())
-        return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return day_digest(self.data / "warehouse", source, day)
 
     def server_errors(self) -> int:
         """5xx answers in the API server's access log."""

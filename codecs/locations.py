@@ -1,13 +1,13 @@
 """Where a file is: a local path or a URI, opened through pyarrow.fs (local disk, HDFS, S3).
 
-The jobs (`jobs.storage`) and the inspector (`python -m wirecodecs dump s3://...`) open
-locations the same way. An `s3://` location takes its endpoint and region from the URI's
-query where it names them (`?endpoint_override=...&region=...`), else from the standard AWS
-environment (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_REGION` or
-`AWS_DEFAULT_REGION`), which pyarrow does not read itself. Credentials only ever come from
-the AWS SDK's own chain (the `AWS_*` variables, a profile, an instance role): a location
-that carries them is refused, since locations are logged, passed on command lines and
-written into manifests.
+The jobs and the inspector (`python -m wirecodecs dump s3://...`) open locations the same
+way. An `s3://` location takes its endpoint and region from the URI's query where it names
+them (`?endpoint_override=...&region=...`), else from the standard AWS environment
+(`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_REGION` or `AWS_DEFAULT_REGION`): found
+here once, so that every client of a location (pyarrow, and the jobs' Spark and Delta
+readers) is given the same ones. Credentials only ever come from the AWS SDK's own chain
+(the `AWS_*` variables, a profile, an instance role): a location that carries them is
+refused, since locations are logged, passed on command lines and written into manifests.
 """
 
 from __future__ import annotations

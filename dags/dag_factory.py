@@ -18,7 +18,13 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable
 from wirelake_alerts import notifiers
 from wirelake_tasks import LandingSensor, SmallDay, SparkJobOperator
 
-from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES, with_data_root
+from jobs.decode_settings import (
+    DEFAULT_ERROR_POLICY,
+    DEFAULT_RETENTION_HOURS,
+    ERROR_POLICIES,
+    GATES,
+    with_data_root,
+)
 from jobs.spark_conf import SmallDayConf, job_conf, store_conf
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +74,9 @@ def _check_source(path: Path, name: str, source: Any) -> None:
         rate = source["decode"].get(gate, default)
         if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 <= rate <= 1:
             raise ConfigError(f"{where}.decode.{gate} must be a number in [0, 1], not {rate!r}")
+    hours = source["decode"].get("retention_hours", DEFAULT_RETENTION_HOURS)
+    if not isinstance(hours, int | float) or isinstance(hours, bool) or hours < 0:
+        raise ConfigError(f"{where}.decode.retention_hours must be a number >= 0, not {hours!r}")
     entries = validations(source)
     if not entries or not all(isinstance(entry, dict) and "suite" in entry for entry in entries):
         raise ConfigError(f"{where}.validate: needs a mapping with a 'suite' (or a list of them)")
@@ -233,6 +242,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--max-error-rate", str(decode.get("max_error_rate", GATES["max_error_rate"])),
             "--max-bad-byte-rate",
             str(decode.get("max_bad_byte_rate", GATES["max_bad_byte_rate"])),
+            "--retention-hours", str(decode.get("retention_hours", DEFAULT_RETENTION_HOURS)),
             *_options(decode.get("options", {}), data_root),
         ]  # fmt: skip
         tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))

@@ -21,10 +21,12 @@ from airflow.sdk import (
     AssetAll,
     AssetOrTimeSchedule,
     CronDataIntervalTimetable,
-    ObjectStoragePath,
 )
 from dag_factory import DEFAULT_CONFIG, PROJECT_ROOT, load_config, source_paths, validated_assets
 from wirelake_alerts import anomalies_alert, notifiers
+from wirelake_tasks import read_text
+
+from jobs import layout
 
 DEFAULT_SCHEDULE = "0 6 * * *"  # data intervals: the run at D+1 06:00 UTC reports day D
 
@@ -47,10 +49,10 @@ def run_report(config_path: str, **context: Any) -> None:
     command = [sys.executable, "-m", "jobs.report", "--date", day, "--config", str(config_path)]
     subprocess.run(command, cwd=PROJECT_ROOT, check=True)
     reports = source_paths(config, "-")["reports"]
-    folder = ObjectStoragePath(reports) / "_daily" / f"dt={day}"
-    anomalies = json.loads((folder / "report.json").read_text())["anomalies"]
+    folder = layout.join(reports, "_daily", f"dt={day}")
+    anomalies = json.loads(read_text(layout.join(folder, "report.json")))["anomalies"]
     if anomalies:
-        facts = anomalies_alert(day, anomalies, str(folder / "index.html"))
+        facts = anomalies_alert(day, anomalies, layout.join(folder, "index.html"))
         for notifier in notifiers(config.get("alerts"), facts["source"], reports):
             notifier.send(facts)
 

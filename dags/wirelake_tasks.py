@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseSensorOperator, ObjectStoragePath
+from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import layout
@@ -27,9 +28,31 @@ PERMANENT_EXIT_CODES = {
 _EXIT_CODE = re.compile(r"Error code is: (-?\d+)")
 
 
+def _file(location: str):
+    """The pyarrow filesystem holding file `location` (a local path or a URI: `s3://` takes
+    its endpoint, region and credentials from its query or the AWS_* environment, as the
+    jobs' do), the file's path in it, and whether it is there. pyarrow is imported when a
+    task runs, not when a DAG file is parsed."""
+    from pyarrow import fs
+
+    filesystem, path = fs.FileSystem.from_uri(
+        location if "://" in location else os.path.abspath(location)
+    )
+    return filesystem, path, filesystem.get_file_info(path).type == fs.FileType.File
+
+
+def read_text(location: str) -> str | None:
+    """The text of file `location`, None when there is none."""
+    filesystem, path, found = _file(location)
+    if not found:
+        return None
+    with filesystem.open_input_stream(path) as stream:
+        return stream.read().decode("utf-8")
+
+
 def landing_complete(landing: str, marker: str) -> bool:
-    """True once the day's landing folder holds its completion marker (any filesystem)."""
-    return (ObjectStoragePath(landing) / marker).exists()
+    """True once the day's landing folder holds its completion marker."""
+    return _file(layout.join(landing, marker))[2]
 
 
 def landing_deadline(ds: str, lateness_hours: float, timeout_hours: float) -> dt.datetime:
@@ -91,12 +114,12 @@ class SmallDay:
 
     def landed_bytes(self, ds: str) -> int | None:
         """The day's landed bytes as its decode counted them; None before a decode."""
-        manifest = ObjectStoragePath(
+        manifest = read_text(
             layout.manifest_path(self.warehouse, self.source, dt.date.fromisoformat(ds))
         )
-        if not manifest.exists():
+        if manifest is None:
             return None
-        return int(json.loads(manifest.read_text())["totals"]["bytes_total"])
+        return int(json.loads(manifest)["totals"]["bytes_total"])
 
 
 class SparkJobOperator(SparkSubmitOperator):

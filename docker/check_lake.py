@@ -16,10 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import yaml
 
-from jobs import layout
+from jobs import lake, layout
 from wirecodecs import samples
 
 DATA = Path("/data")
@@ -40,10 +39,6 @@ def land(day: dt.date, sources: list[str]) -> int:
     return 0
 
 
-def rows(path: str) -> int | None:
-    return ds.dataset(path, format="parquet").count_rows() if Path(path).exists() else None
-
-
 def outputs(day: dt.date, sources: list[str]) -> int:
     warehouse, reports = str(DATA / "warehouse"), str(DATA / "reports")
     problems, summary = [], {}
@@ -59,12 +54,13 @@ def outputs(day: dt.date, sources: list[str]) -> int:
             for table in manifest.get("outputs", {}).get("tables", {})
         ]
         line = {"bytes": totals["bytes_total"], "bad_byte_rate": totals["bad_byte_rate"]}
-        line["quarantined"] = rows(layout.quarantine_dir(warehouse, source, day)) or 0
+        quarantine = layout.quarantine_table_dir(warehouse, source)
+        line["quarantined"] = lake.day_rows(quarantine, day) or 0
         for table in tables:
-            partition = layout.partition_dir(warehouse, table, day)
-            count = rows(partition)
+            location = layout.table_dir(warehouse, table)
+            count = lake.day_rows(location, day)
             if not count:
-                problems.append(f"{table}: no rows in {partition}")
+                problems.append(f"{table}: no rows in {location} dt={day}")
             result_path = Path(layout.validation_path(reports, table, day))
             docs = Path(layout.data_docs_dir(reports, table, day)) / "index.html"
             if not result_path.exists():
@@ -78,7 +74,8 @@ def outputs(day: dt.date, sources: list[str]) -> int:
             if not docs.exists():
                 problems.append(f"{table}: no Data Docs at {docs}")
             line[table] = {"rows": count, "expectations": verdict}
-            print(f"    {table:<16} rows {count or 0:>7,}  expectations {verdict}  {partition}")
+            shown = f"{count or 0:>7,}  expectations {verdict}  {location} dt={day}"
+            print(f"    {table:<16} rows {shown}")
         print(
             f"    {source:<16} manifest {manifest_path}: {totals['bytes_total']:,} bytes, "
             f"bad-byte rate {totals['bad_byte_rate']:.2%}, {line['quarantined']} quarantined"

@@ -30,10 +30,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-import pyarrow.dataset as ds
-
-from jobs import layout, stack, storage
-from wirecodecs.locations import resolve
+from jobs import lake, layout, stack, storage
 
 sys.path.insert(0, str(stack.ROOT / "dags"))
 from dag_factory import load_config, source_paths
@@ -528,11 +525,7 @@ def day_row(config: dict, source: str, day: str, state: str) -> list[str]:
     date = dt.date.fromisoformat(day)
     manifest = layout.manifest_path(paths["warehouse"], source, date)
     report = layout.validation_path(paths["reports"], source, date)
-    partition = layout.partition_dir(paths["warehouse"], source, date)
-    rows = None
-    if storage.is_dir(partition):
-        filesystem, path = resolve(partition)
-        rows = ds.dataset(path, filesystem=filesystem, format="parquet").count_rows()
+    rows = lake.day_rows(layout.table_dir(paths["warehouse"], source), date)
     totals = storage.read_json(manifest)["totals"] if storage.exists(manifest) else {}
     outcomes = []
     if storage.exists(report):

@@ -7,14 +7,17 @@ retries only the failures that a retry can change (dags/wirelake_tasks.py keeps 
 from __future__ import annotations
 
 import argparse
+import builtins
 import contextlib
 import datetime as dt
 import logging
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from py4j.protocol import Py4JError
+from pyspark.errors import PythonException
 from pyspark.sql import SparkSession
 
 EXIT_OK = 0
@@ -23,6 +26,14 @@ EXIT_USAGE = 2  # permanent: bad arguments or options (argparse's own code)
 EXIT_TRANSIENT = 75  # sysexits EX_TEMPFAIL: an I/O or Spark error that a retry may not meet
 PERMANENT_EXIT_CODES = (EXIT_FAILED, EXIT_USAGE)
 TRANSIENT_ERRORS = (OSError, Py4JError)  # anything else raised is a bug: exit 1, no retry
+# An executor's OSError (a store that cannot be reached) comes back to the driver as Spark's
+# PythonException, the executor's traceback as its text: its last line names the error.
+_OS_ERRORS = sorted(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, OSError)
+)
+EXECUTOR_OS_ERROR = re.compile(rf"^(?:{'|'.join(_OS_ERRORS)}): .*$", re.M)
 
 
 class JobFailed(Exception):
@@ -114,4 +125,13 @@ def run_job(
         return None
     except TRANSIENT_ERRORS as exc:
         log.exception("%s %s dt=%s failed (may pass on retry)", name, args.source, args.date)
+        raise SystemExit(EXIT_TRANSIENT) from exc
+    except PythonException as exc:
+        found = EXECUTOR_OS_ERROR.findall(str(exc))
+        if not found:
+            raise
+        log.error(
+            "%s %s dt=%s failed in an executor (may pass on retry): %s",
+            *(name, args.source, args.date, found[-1]),
+        )
         raise SystemExit(EXIT_TRANSIENT) from exc

@@ -11,24 +11,24 @@ files, or, for a file above `--split-bytes` whose format can find a frame from a
 offset indexes), byte ranges of about that size that start at frames. Units are grouped
 into partitions balanced by size. Executors stream every unit once through its wirecodecs
 decoder and write the rows, companion tables and quarantined frames straight to Parquet in
-hidden staging folders of each table (`jobs.parts`); only each unit's accounting comes
-back. A split file whose ranges do not fit together (a range before the last that does not
-end cleanly: a split point that was not really a frame start) has its range parts deleted
-and is decoded again whole, so correctness never rests on the split points; a file's
-ranges then add up to its accounting. Transform: the driver checks that every file was
-decoded once and that its accounting balances, and applies the gates. Save: the
-staged partitions replace partition D of <warehouse>/<source>, its companion tables and
-<warehouse>/_quarantine/<source> (one rename each where the filesystem has them; other
-days are never touched), then the run manifest
+a folder of the run inside partition D of each table (`jobs.parts`); only each unit's
+accounting comes back. A split file whose ranges do not fit together (a range before the
+last that does not end cleanly: a split point that was not really a frame start) has its
+range parts deleted and is decoded again whole, so correctness never rests on the split
+points; a file's ranges then add up to its accounting. Transform: the driver checks that
+every file was decoded once and that its accounting balances, and applies the gates. Save: the run's
+parts replace partition D of the Delta tables <warehouse>/<source>, its companion tables
+and <warehouse>/_quarantine/<source>, one commit each that copies nothing (`jobs.lake`;
+other days are never touched), then the run manifest
 <warehouse>/_manifests/<source>/dt=D/manifest.json is written, last. A failed run deletes
-its staging folders and leaves the previous day as it was.
+its parts and leaves the previous day as it was; `vacuum` then deletes the files of runs
+replaced more than `--retention-hours` ago, and of runs that never committed.
 
 Two gates decide whether a day is good enough to replace the previous one: bad frames /
 all frames (`--max-error-rate`) and bytes not decoded / all bytes (`--max-bad-byte-rate`:
 quarantined, skipped and truncated tails), so one corrupt length that hides half a file
 fails the run however few frames it spans. When the run starts, the day's validation
-results are removed (nothing vouches for a day being replaced), and so are staging folders
-an earlier, killed run of the day left in the tables it writes.
+results are removed (nothing vouches for a day being replaced).
 """
 
 from __future__ import annotations
@@ -54,9 +54,14 @@ from pyarrow import fs as pafs
 from pyspark.sql import SparkSession
 
 import wirecodecs
-from jobs import layout, metrics, storage
+from jobs import lake, layout, metrics, storage
 from jobs.cli import EXIT_FAILED, EXIT_OK, JobFailed, iso_date, run_job, setup_logging
-from jobs.decode_settings import DEFAULT_ERROR_POLICY, ERROR_POLICIES, GATES
+from jobs.decode_settings import (
+    DEFAULT_ERROR_POLICY,
+    DEFAULT_RETENTION_HOURS,
+    ERROR_POLICIES,
+    GATES,
+)
 from jobs.parts import (
     QUARANTINE,
     SHOWN_BAD_FRAMES,
@@ -64,6 +69,7 @@ from jobs.parts import (
     Work,
     decode_units,
     find_splits,
+    output_tables,
     part_name,
 )
 from wirecodecs import FileAccounting, WireFormat
@@ -129,6 +135,7 @@ class DecodeRun:
     max_bad_byte_rate: float
     split_bytes: int
     partitions: int | None
+    retention_hours: float
 
 
 def parse_args(argv: list[str] | None) -> DecodeRun:
@@ -174,7 +181,15 @@ def parse_args(argv: list[str] | None) -> DecodeRun:
         help="files above this size are decoded as ranges of about this size where the "
         "format can find frames from any offset (kafka by its index, heka, cernan)",
     )
+    parser.add_argument(
+        "--retention-hours",
+        type=float,
+        default=DEFAULT_RETENTION_HOURS,
+        help="replaced runs stay readable by time travel this long, then vacuum deletes them",
+    )
     args = parser.parse_args(argv)
+    if args.retention_hours < 0:
+        parser.error(f"--retention-hours must not be negative, got {args.retention_hours}")
     if not SOURCE_NAME.fullmatch(args.source):
         parser.error(f"--source must be a plain name ({SOURCE_NAME.pattern}): {args.source!r}")
     try:
@@ -219,6 +234,7 @@ def parse_args(argv: list[str] | None) -> DecodeRun:
         max_bad_byte_rate=args.max_bad_byte_rate,
         split_bytes=args.split_bytes,
         partitions=args.partitions,
+        retention_hours=args.retention_hours,
     )
 
 
@@ -314,7 +330,7 @@ def plan_units(files: list[DataFile], splits: Mapping[str, dict]) -> list[Unit]:
 def decode_units_on_executors(
     spark: SparkSession, units: list[list[Unit]], work: Work
 ) -> list[dict]:
-    """Every unit decoded once and written to staging by an executor, one Spark partition
+    """Every unit decoded once and written to its run folders by an executor, one Spark partition
     per group; the units' reports (accounting, first bad frames), in unit order."""
     if not units:
         return []
@@ -365,9 +381,9 @@ def combined(reports: list[dict]) -> dict:
     return {"accounting": accounting, "first_bad": first_bad[:SHOWN_BAD_FRAMES], "figures": figures}
 
 
-def remove_parts(staging: Mapping[str | None, str], units: Iterable[Unit]) -> None:
-    """The staged parts of `units`, from every table."""
-    for folder in staging.values():
+def remove_parts(run_dirs: Mapping[str | None, str], units: Iterable[Unit]) -> None:
+    """The parts of `units` already written, from every table's run folder."""
+    for folder in run_dirs.values():
         for unit in units:
             storage.remove_file(layout.join(folder, part_name(unit.index)))
 
@@ -379,10 +395,10 @@ def decode_files(
     work: Work,
     partitions: int,
 ) -> tuple[list[dict], dict]:
-    """Every file decoded once into staging, whole or in ranges (a file whose ranges do not
-    fit together decoded again whole, see `split_failure`): one report per file, in file
-    order, its accounting with the `ranges` it was decoded in and why it was decoded whole
-    again (`split_fallback`), and the figures of the run (units, partitions)."""
+    """Every file decoded once into the run's folders, whole or in ranges (a file whose
+    ranges do not fit together decoded again whole, see `split_failure`): one report per
+    file, in file order, its accounting with the `ranges` it was decoded in and why it was
+    decoded whole again (`split_fallback`), and the figures of the run (units, partitions)."""
     units = plan_units(files, splits)
     groups = group_by_size(units, partitions)
     log.info("decoding %d unit(s) in %d partition(s)", len(units), len(groups))
@@ -399,7 +415,7 @@ def decode_files(
     for uri, reason in failures.items():
         log.warning("%s: decoded whole again: %s", uri, reason)
         ranges = by_file[uri]
-        remove_parts(work.staging, ranges)
+        remove_parts(work.run_dirs, ranges)
         again.append(Unit(ranges[0].index, uri, ranges[0].path, sum(u.size for u in ranges)))
     redone = {
         report["accounting"]["source"]: report
@@ -517,43 +533,45 @@ def withdraw_validation(reports: str, source: str, tables: Iterable[str], date: 
         storage.remove_dir(layout.report_dir(reports, layout.table_name(source, table), date))
 
 
-def remove_leftovers(table: str, date: dt.date) -> None:
-    """Folders of day `date` that an earlier run, killed before it committed, left in
-    `table`: its staging folder, or the old partition it was moving aside (a source's day
-    has one run at a time; other days' may be in progress)."""
-    filesystem, root = storage.resolve(table)
-    if filesystem.get_file_info(root).type != pafs.FileType.Directory:
-        return
-    prefixes = (layout.staging_prefix(date), f"{storage.ASIDE_PREFIX}{layout.partition(date)}-")
-    for entry in filesystem.get_file_info(pafs.FileSelector(root)):
-        if PurePosixPath(entry.path).name.startswith(prefixes):
-            filesystem.delete_dir(entry.path)
-            log.warning("removed %s, left by a decode of %s that did not finish", entry.path, date)
+def remove_run(folders: Iterable[str]) -> None:
+    """Delete the parts of a run that failed before it committed; where the store cannot be
+    reached, `vacuum` deletes them later (no reader of the tables sees them meanwhile)."""
+    for folder in folders:
+        try:
+            storage.remove_dir(folder)
+        except OSError as exc:
+            log.warning("could not remove %s (vacuum will): %s", folder, exc)
 
 
-def output_tables(job: DecodeRun) -> dict[str | None, str]:
-    """Table key (None: the main table; a companion table's name; QUARANTINE) -> the folder
-    of that table whose partition D the run replaces."""
-    tables = {None: layout.table_dir(job.warehouse, job.source)}
-    for name in job.fmt.tables:
-        tables[name] = layout.table_dir(job.warehouse, layout.table_name(job.source, name))
-    tables[QUARANTINE] = layout.quarantine_table_dir(job.warehouse, job.source)
-    return tables
+def commit(
+    tables: Mapping[str | None, str], run_dirs: Mapping[str | None, str], date: dt.date
+) -> dict[str, int | None]:
+    """Each table's run folder made its partition D (`lake.replace_days`); the manifest,
+    written after the last commit, is what says the day is complete."""
+    try:
+        versions = lake.replace_days(tables, run_dirs, date)
+    except lake.SchemaChanged as exc:
+        raise JobFailed(str(exc)) from exc
+    for table, version in versions.items():
+        log.info("committed %s dt=%s: version %s", table, date, version)
+    return versions
 
 
-def commit(tables: Mapping[str | None, str], staging: Mapping[str | None, str], date) -> None:
-    """Move each table's staged partition into place; a table without staged rows (none
-    this time, or the quarantine under `skip`) loses its old partition: the day has none.
-    Each move is one rename where the filesystem has them; the manifest, written after the
-    last one, is what says the day is complete."""
-    for key, table in tables.items():
-        partition = layout.join(table, layout.partition(date))
-        storage.replace_dir(staging.get(key), partition)
-        log.info("wrote %s", partition)
+def vacuum(tables: Iterable[str], retention_hours: float) -> None:
+    """Delete what no version of the last `retention_hours` reads (`lake.vacuum`)."""
+    for table in tables:
+        deleted = lake.vacuum(table, retention_hours)
+        if deleted:
+            log.info("vacuum %s: deleted %d file(s) of replaced runs", table, len(deleted))
 
 
 def build_manifest(
-    job: DecodeRun, accounts: list[dict], totals: dict, listing: Listing, run: dict
+    job: DecodeRun,
+    accounts: list[dict],
+    totals: dict,
+    listing: Listing,
+    run: dict,
+    versions: Mapping[str, int | None],
 ) -> dict:
     return {
         "source": job.source,
@@ -568,16 +586,15 @@ def build_manifest(
         "split_bytes": job.split_bytes,
         "options": to_json(job.options),
         "outputs": {
-            "rows": layout.partition_dir(job.warehouse, job.source, job.date),
+            "rows": layout.table_dir(job.warehouse, job.source),
             "quarantine": None
             if job.error_policy == "skip"
-            else layout.quarantine_dir(job.warehouse, job.source, job.date),
+            else layout.quarantine_table_dir(job.warehouse, job.source),
             "tables": {
-                table: layout.partition_dir(
-                    job.warehouse, layout.table_name(job.source, table), job.date
-                )
+                table: layout.table_dir(job.warehouse, layout.table_name(job.source, table))
                 for table in job.fmt.tables
             },
+            "versions": versions,
         },
         "run": run,
         "totals": totals,
@@ -607,12 +624,10 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
     withdraw_validation(job.reports, job.source, fmt.tables, job.date)
     checked = [layout.table_name(job.source, table) for table in [None, *fmt.tables]]
     metrics.withdraw(job.warehouse, "validate", checked, job.date)
-    tables = output_tables(job)
-    for table in tables.values():
-        remove_leftovers(table, job.date)
+    tables = output_tables(job.warehouse, job.source, fmt.tables)
     run_id = uuid.uuid4().hex[:12]
-    staging = {
-        key: layout.staging_dir(table, job.date, run_id)
+    run_dirs = {
+        key: layout.run_dir(table, job.date, run_id)
         for key, table in tables.items()
         if key != QUARANTINE or job.error_policy != "skip"
     }
@@ -622,7 +637,7 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
         job.options,
         job.row_schema,
         listing.filesystem,
-        staging,
+        run_dirs,
         job.date,
     )
     try:
@@ -646,25 +661,27 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
         )
         check_policy(reports, totals, job)
     except BaseException as exc:
-        for folder in staging.values():
-            storage.remove_dir(folder)
+        remove_run(run_dirs.values())
         if isinstance(exc, JobFailed):  # the daily report shows the day as failed, and why
             metrics.record_decode_failure(job.warehouse, job.source, job.date, str(exc))
         raise
-    # The manifest is written last: while the day is being replaced there is none, so a
-    # crash part-way leaves no manifest that would vouch for half-replaced outputs.
-    storage.remove_file(manifest_path)
-    commit(tables, staging, job.date)
+    # The manifest is written last and names the table versions it vouches for: until it is
+    # replaced, the previous one still describes the previous run, whose versions stay
+    # readable, whichever commits below succeed.
+    committing = time.monotonic()
+    versions = commit(tables, run_dirs, job.date)
     run_info = {
         "started_at": started_at.isoformat(),
         "elapsed_seconds": round(time.monotonic() - started, 3),
+        "commit_seconds": round(time.monotonic() - committing, 3),
         "spark_application_id": spark.sparkContext.applicationId,
         **figures,
     }
-    manifest = build_manifest(job, accounts, totals, listing, run_info)
+    manifest = build_manifest(job, accounts, totals, listing, run_info, versions)
     figures = metrics.merge(report["figures"] for report in reports)
     metrics.record_decode(job.warehouse, manifest, figures, manifest_path)
     storage.write_json(manifest_path, manifest)
+    vacuum(tables.values(), job.retention_hours)
     return manifest
 
 

@@ -1,5 +1,5 @@
-"""A source's decode settings as sources.yaml gives them: the error policies and the gates
-with their defaults, and "{data_root}" in option values.
+"""A source's decode settings as sources.yaml gives them: the error policies, the gates and
+the retention of replaced runs with their defaults, and "{data_root}" in option values.
 
 The DAG factory checks the config against these and jobs/decode.py applies them, so they
 live here once. Imported by the DAG folder: it imports nothing heavy (no pyspark, no
@@ -13,6 +13,9 @@ DEFAULT_ERROR_POLICY = "quarantine"
 # Gate -> default: the share of bad frames, and of bytes not decoded (quarantined, skipped,
 # truncated tails), above which a run fails.
 GATES = {"max_error_rate": 0.01, "max_bad_byte_rate": 0.01}
+# Hours a replaced run of a day stays readable by time travel before vacuum deletes it
+# (Delta's own default; jobs/lake.py).
+DEFAULT_RETENTION_HOURS = 168
 
 
 def with_data_root(value: object, data_root: str) -> object:

@@ -23,9 +23,7 @@ from functools import partial
 from pathlib import Path
 from queue import Queue
 
-import pyarrow.dataset as ds
-
-from jobs import layout, report, sample_history
+from jobs import lake, layout, report, sample_history
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,14 +126,14 @@ def summarize(source: str, date: dt.date, data_root: Path) -> list[str]:
         layout.table_name(source, table) for table in manifest.get("outputs", {}).get("tables", {})
     ]
     for table in tables:
-        partition = layout.partition_dir(str(warehouse), table, date)
-        if Path(partition).exists():
-            rows = ds.dataset(partition, format="parquet").count_rows()
-            lines.append(f"    rows written        {rows:>10,}  {partition}")
-    quarantine = layout.quarantine_dir(str(warehouse), source, date)
-    if Path(quarantine).exists():
-        bad = ds.dataset(quarantine, format="parquet").count_rows()
-        lines.append(f"    rows quarantined    {bad:>10,}  {quarantine}")
+        location = layout.table_dir(str(warehouse), table)
+        rows = lake.day_rows(location, date)
+        if rows is not None:
+            lines.append(f"    rows written        {rows:>10,}  {location} (dt={date})")
+    quarantine = layout.quarantine_table_dir(str(warehouse), source)
+    bad = lake.day_rows(quarantine, date)
+    if bad is not None:
+        lines.append(f"    rows quarantined    {bad:>10,}  {quarantine} (dt={date})")
     if manifest:
         totals = manifest["totals"]
         lines.append(

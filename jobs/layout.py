@@ -42,7 +42,7 @@ def landing_dir(landing_root: str, source: str, date: dt.date) -> str:
 
 
 def table_dir(warehouse: str, source: str) -> str:
-    """Decoded rows of `source`, partitioned by `dt`."""
+    """Decoded rows of `source`: a Delta table partitioned by `dt` (`jobs.lake`)."""
     return join(warehouse, source)
 
 
@@ -51,17 +51,9 @@ def table_name(source: str, table: str | None) -> str:
     return source if table is None else f"{source}_{table}"
 
 
-def partition_dir(warehouse: str, source: str, date: dt.date) -> str:
-    return join(table_dir(warehouse, source), partition(date))
-
-
 def quarantine_table_dir(warehouse: str, source: str) -> str:
     """Undecodable frames of `source`, partitioned by `dt`."""
     return join(warehouse, QUARANTINE_DIR, source)
-
-
-def quarantine_dir(warehouse: str, source: str, date: dt.date) -> str:
-    return join(quarantine_table_dir(warehouse, source), partition(date))
 
 
 def manifest_path(warehouse: str, source: str, date: dt.date) -> str:
@@ -83,12 +75,7 @@ def data_docs_dir(reports: str, source: str, date: dt.date) -> str:
     return join(report_dir(reports, source, date), "data_docs")
 
 
-def staging_prefix(date: dt.date) -> str:
-    """How the staging folders of day `date` inside a table start (hidden from readers:
-    Spark and pyarrow skip names starting with "." or "_")."""
-    return f".staging-{partition(date)}-"
-
-
-def staging_dir(table: str, date: dt.date, run_id: str) -> str:
-    """Where run `run_id` writes partition `date` of `table` before it moves it in place."""
-    return join(table, staging_prefix(date) + run_id)
+def run_dir(table: str, date: dt.date, run_id: str) -> str:
+    """Where run `run_id` writes its parts of partition `date` of `table`; they become the
+    partition when the run commits (`jobs.lake.replace_day`)."""
+    return join(table, partition(date), f"run-{run_id}")

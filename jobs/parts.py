@@ -4,7 +4,7 @@ their rows straight to Parquet parts.
 A work unit is a whole file, or a byte range of one that starts at a frame (the format's
 `WireFormat.split` found it, `find_splits`). It is decoded once, as a stream (a range as a
 stream of its own bytes, through the same decoder): the decoder's row batches go into one
-pyarrow ParquetWriter per table in the run's staging folders (never through Spark rows,
+pyarrow ParquetWriter per table in the run's folders (never through Spark rows,
 which cost several times the decode), its quarantined frames into the quarantine table's,
 and the unit's accounting travels back to the driver as one small dict. A range's rows and
 quarantined frames have their file offsets (and the format's file-wide counts) moved by
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 import wirecodecs
-from jobs import storage
+from jobs import layout, storage
 from jobs.metrics import PartFigures
 from wirecodecs import FileAccounting, Quarantined, WireFormat
 from wirecodecs.options import Resolved
@@ -39,7 +39,7 @@ STREAM_BUFFER_BYTES = 1 << 20  # read-ahead of remote streams; the decoder bound
 SPLIT_READ_BYTES = 64 << 10  # what a split finder's small reads are served from
 QUARANTINE_FLUSH = 4096  # quarantined frames buffered per Parquet write
 SHOWN_BAD_FRAMES = 5  # bad frames a unit reports to the driver for a failure message
-QUARANTINE = "_quarantine"  # the staging key of the quarantine table
+QUARANTINE = "_quarantine"  # the run folder key of the quarantine table
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -52,6 +52,16 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("format", pa.string(), nullable=False),
     ]
 )
+
+
+def output_tables(warehouse: str, source: str, companions: Iterable[str]) -> dict[str | None, str]:
+    """Table key (None: the source's own table; a companion table's name; QUARANTINE) ->
+    the table a run of `source` writes its day into."""
+    tables = {None: layout.table_dir(warehouse, source)}
+    for name in companions:
+        tables[name] = layout.table_dir(warehouse, layout.table_name(source, name))
+    tables[QUARANTINE] = layout.quarantine_table_dir(warehouse, source)
+    return tables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,22 +79,23 @@ class Unit:
 
 
 def part_name(index: int) -> str:
-    """The file name of unit `index`'s part in each staging folder."""
+    """The file name of unit `index`'s part in each run folder."""
     return f"part-{index:05d}.parquet"
 
 
 @dataclasses.dataclass(frozen=True)
 class Work:
     """What every unit of a run shares: the format, its options (checked on the driver) and
-    row schema, and where parts go (table key -> staging partition folder: None for the
-    main table, a companion table's name, or QUARANTINE; a missing key is not written)."""
+    row schema, and where parts go (table key -> the run's folder in the table's partition;
+    None for the main table, a companion table's name, or QUARANTINE; a missing key is not
+    written)."""
 
     envelope: str
     payload: str
     options: Resolved
     row_schema: pa.Schema
     landing: pafs.FileSystem
-    staging: Mapping[str | None, str]
+    run_dirs: Mapping[str | None, str]
     day: dt.date | None = None  # the run's day: event times are counted by its hours
 
 
@@ -121,19 +132,19 @@ def decode_units(units: Iterable[Unit], work: Work) -> Iterator[dict]:
 
 
 class _Parts:
-    """The unit's Parquet part in each staging folder, opened at its first rows."""
+    """The unit's Parquet part in each run folder, opened at its first rows."""
 
-    def __init__(self, unit: Unit, staging: Mapping[str | None, str]) -> None:
+    def __init__(self, unit: Unit, run_dirs: Mapping[str | None, str]) -> None:
         self._name = part_name(unit.index)
-        self._staging = staging
+        self._run_dirs = run_dirs
         self._writers: dict[str | None, pq.ParquetWriter] = {}
 
     def write(self, table: str | None, batch: pa.RecordBatch) -> None:
-        if table not in self._staging or not batch.num_rows:
+        if table not in self._run_dirs or not batch.num_rows:
             return
         writer = self._writers.get(table)
         if writer is None:
-            filesystem, folder = storage.resolve(self._staging[table])
+            filesystem, folder = storage.resolve(self._run_dirs[table])
             filesystem.create_dir(folder, recursive=True)
             writer = pq.ParquetWriter(f"{folder}/{self._name}", batch.schema, filesystem=filesystem)
             self._writers[table] = writer
@@ -150,7 +161,7 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
     counts = {"rows": 0, "quarantine_items": 0, "table_rows": dict.fromkeys(fmt.tables, 0)}
     first_bad: list[dict] = []
     bad: list[Quarantined] = []
-    parts = _Parts(unit, work.staging)
+    parts = _Parts(unit, work.run_dirs)
     figures = PartFigures(work.day)  # the unit's share of the day's metrics (jobs.metrics)
     shifts = {"byte_offset": unit.start, **unit.shifts} if unit.start else {}
     try:

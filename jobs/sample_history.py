@@ -2,7 +2,7 @@
 
 A landed sample day is decoded in this process by the executors' own code
 (`jobs.parts.decode_unit`, no Spark: a small day takes a fraction of a second), its
-partitions, manifest and metrics row written where the decode job writes them. Nothing is
+parts committed, manifest and metrics row written as the decode job writes them. Nothing is
 validated: such a day's own report says "not run", while later days compare against it.
 """
 
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import uuid
 from pathlib import Path
 
 import yaml
 from pyarrow import fs as pafs
 
 import wirecodecs
-from jobs import layout, metrics, storage
+from jobs import lake, layout, metrics, storage
 from jobs.decode_settings import with_data_root
-from jobs.parts import QUARANTINE, Unit, Work, decode_unit
+from jobs.parts import QUARANTINE, Unit, Work, decode_unit, output_tables
 from wirecodecs import samples
 from wirecodecs.options import resolve
 
@@ -54,14 +55,11 @@ def decode_day(
     """Decode a landed day into its partitions, manifest and metrics row; the manifest."""
     fmt = wirecodecs.source_format(envelope, payload)
     options = resolve(fmt, options)
-    staging = {None: layout.partition_dir(warehouse, source, day)}
-    for table in fmt.tables:
-        staging[table] = layout.partition_dir(warehouse, layout.table_name(source, table), day)
-    staging[QUARANTINE] = layout.quarantine_dir(warehouse, source, day)
-    for folder in staging.values():
-        storage.remove_dir(folder)
+    tables = output_tables(warehouse, source, fmt.tables)
+    run_id = uuid.uuid4().hex[:12]
+    run_dirs = {key: layout.run_dir(table, day, run_id) for key, table in tables.items()}
     work = Work(
-        envelope, payload, options, fmt.row_schema(options), pafs.LocalFileSystem(), staging, day
+        envelope, payload, options, fmt.row_schema(options), pafs.LocalFileSystem(), run_dirs, day
     )
     reports = [
         decode_unit(fmt, Unit(index, str(path), str(path), path.stat().st_size), work)
@@ -79,11 +77,12 @@ def decode_day(
         "format": fmt.name,
         "dt": day.isoformat(),
         "landing": str(landing),
-        "outputs": {"quarantine": staging[QUARANTINE]},
+        "outputs": {"quarantine": tables[QUARANTINE]},
         "run": {"started_at": dt.datetime.now(dt.UTC).isoformat(), "sample_history": True},
         "totals": totals,
         "files": accounts,
     }
+    lake.replace_days(tables, run_dirs, day)
     location = layout.manifest_path(warehouse, source, day)
     figures = metrics.merge(report["figures"] for report in reports)
     metrics.record_decode(warehouse, manifest, figures, location)

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import wirecodecs
-from jobs import layout, metrics, storage
+from jobs import lake, layout, metrics, storage
 from jobs.cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -92,12 +92,20 @@ def read_manifest(args) -> tuple[str, dict]:
 
 
 def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
-    """Partition D of the checked table; empty (its schema) when the run wrote none, so
-    the count reconciliation, not a read error, reports a missing partition."""
-    location = layout.partition_dir(args.warehouse, args.checked, args.date)
-    if storage.exists(location):
-        return spark.read.parquet(storage.spark_location(spark, location))
-    log.warning("partition %s does not exist; validating it as empty", location)
+    """Partition D of the checked table as the decode run the manifest records committed
+    it (its version of the table); empty (its schema) when the run wrote none, so the
+    count reconciliation, not a read error, reports a missing partition."""
+    table = layout.table_dir(args.warehouse, args.checked)
+    if "versions" not in manifest["outputs"]:
+        raise JobFailed(
+            f"the manifest of {args.source} dt={args.date} names no table versions: it was "
+            "written before the lake's tables were Delta tables; decode the day again"
+        )
+    version = manifest["outputs"]["versions"].get(table)
+    files = lake.day_files(table, args.date, version) if version is not None else []
+    if files:
+        return spark.read.parquet(*(storage.spark_location(spark, file) for file in files))
+    log.warning("%s has no partition dt=%s; validating it as empty", table, args.date)
     fmt = wirecodecs.get(manifest["format"])
     if args.table is None:  # the options the decode recorded, read as it read them
         schema = fmt.row_schema(resolve(fmt, manifest["options"]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import email
+import hashlib
 import json
 import os
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 import psutil
 import sqlalchemy
 import yaml
+
+from jobs import lake
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,6 +156,15 @@ class ProjectLake:
             text=True,
             timeout=timeout,
         )
+
+
+def day_digest(warehouse: Path, table: str, day: str | dt.date) -> str:
+    """A hash of a table's day as the lake's readers see it, independent of file and row
+    order; the day must have rows."""
+    rows = lake.read_day(str(warehouse / table), dt.date.fromisoformat(str(day)))
+    assert rows is not None and rows.num_rows > 0, f"{table} has no rows on {day}"
+    lines = sorted(repr(sorted(row.items())) for row in rows.to_pylist())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def home_processes(home: Path, last_word: str | None = None) -> list[psutil.Process]:

@@ -161,6 +161,7 @@ def test_decode_command_line(dagbag):
         "--error-policy", "quarantine",
         "--max-error-rate", "0.05",
         "--max-bad-byte-rate", "0.05",
+        "--retention-hours", "168",
     ]  # fmt: skip
     assert task.name == "wirelake-decode-kafka-2026-11-20"
     # job_conf.decode over conf: the quick JIT tier for the job whose JVM moves no rows
@@ -229,6 +230,7 @@ def test_landing_check_sees_the_marker(tmp_path):
         ({"decode": {"max_error_rate": 2}}, "max_error_rate"),
         ({"decode": {"max_bad_byte_rate": -0.1}}, "max_bad_byte_rate"),
         ({"decode": {"max_bad_byte_rate": True}}, "max_bad_byte_rate"),
+        ({"decode": {"retention_hours": -1}}, "retention_hours"),
         ({"validate": {}}, "suite"),
         ({"validate": []}, "suite"),
         ({"validate": [{"suite": "kafka"}, {"suite": "kafka"}]}, "twice"),

@@ -4,11 +4,15 @@ and key the failures so a test can say which expectation failed on which column.
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
+from jobs import lake, layout
 
 
 def manifest(source: str, day: dt.date, records_good: int, *, bad_bytes: int = 0, **totals) -> dict:
@@ -29,6 +33,20 @@ def manifest(source: str, day: dt.date, records_good: int, *, bad_bytes: int = 0
         "max_bad_byte_rate": 0.05,
         "totals": totals,
     }
+
+
+def land_day(warehouse: Path, table: str, rows: pa.Table, manifest: dict) -> None:
+    """`rows` committed as partition D of `table`, and the source's manifest naming that
+    version of it, as the decode job leaves them."""
+    day = dt.date.fromisoformat(manifest["dt"])
+    location = layout.table_dir(str(warehouse), table)
+    run = Path(layout.run_dir(location, day, "test"))
+    run.mkdir(parents=True)
+    pq.write_table(rows, run / "part-00000.parquet")
+    versions = {location: lake.replace_day(location, day, str(run))}
+    path = Path(layout.manifest_path(str(warehouse), manifest["source"], day))
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**manifest, "outputs": {"versions": versions}}))
 
 
 def validate_rows(

@@ -11,9 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from suite_run import failed, manifest, validate_rows
+from suite_run import failed, land_day, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -168,13 +167,9 @@ def test_packets_suite_passes_then_fails_when_doctored(spark, tmp_path):
 def test_validate_job_checks_the_packets_table(spark, tmp_path):
     rows = packet_rows()
     warehouse = tmp_path / "warehouse"
-    partition = warehouse / "cernan_packets" / f"dt={DAY}"
-    partition.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=PACKETS_SCHEMA), partition / "part-0.parquet")
-    manifest_dir = warehouse / "_manifests" / "cernan" / f"dt={DAY}"
-    manifest_dir.mkdir(parents=True)
     records = sum(row["record_count"] for row in rows)
-    (manifest_dir / "manifest.json").write_text(json.dumps(cernan_manifest(records, len(rows))))
+    packets = pa.Table.from_pylist(rows, schema=PACKETS_SCHEMA)
+    land_day(warehouse, "cernan_packets", packets, cernan_manifest(records, len(rows)))
     argv = ["--source", "cernan", "--suite", "cernan_packets", "--date", DAY.isoformat()]
     argv += ["--warehouse", str(warehouse), "--reports", str(tmp_path / "reports")]
     argv += [

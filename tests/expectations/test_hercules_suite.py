@@ -4,12 +4,10 @@ then on the same rows doctored; and the validate job passing a text parameter.""
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from suite_run import failed, manifest, validate_rows
+from suite_run import failed, land_day, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts
@@ -136,14 +134,8 @@ def test_kafka_suite_checks_keys_and_crcs_too(spark, kafka_rows, tmp_path):
 def test_validate_job_takes_common_tags_as_text(spark, gate_rows, tmp_path):
     """Only properties/project required: the doctored environment no longer fails."""
     rows = [without_tag(row, "properties/environment") for row in gate_rows]
-    partition = tmp_path / "warehouse" / "hercules" / f"dt={DAY}"
-    partition.mkdir(parents=True)
-    pq.write_table(
-        pa.Table.from_pylist(rows, schema=get("hercules").schema), partition / "p.parquet"
-    )
-    manifests = tmp_path / "warehouse" / "_manifests" / "hercules" / f"dt={DAY}"
-    manifests.mkdir(parents=True)
-    (manifests / "manifest.json").write_text(json.dumps(manifest("hercules", DAY, len(rows))))
+    events = pa.Table.from_pylist(rows, schema=get("hercules").schema)
+    land_day(tmp_path / "warehouse", "hercules", events, manifest("hercules", DAY, len(rows)))
     argv = ["--source", "hercules", "--suite", "hercules", "--date", DAY.isoformat()]
     argv += ["--warehouse", str(tmp_path / "warehouse"), "--reports", str(tmp_path / "reports")]
     assert validate.main([*argv, "--param", "common_tags=properties/project"], spark=spark) == 0

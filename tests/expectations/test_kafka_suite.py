@@ -12,9 +12,8 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from suite_run import failed, manifest, validate_rows
+from suite_run import failed, land_day, manifest, validate_rows
 
 from expectations import registry, runner
 from expectations.checks import RunFacts, run_window
@@ -183,12 +182,8 @@ def test_values_are_quoted_where_there_are_unexpected_ones(spark, good_rows, tmp
 
 def land_partition(warehouse: Path, rows: list[dict], records_good: int) -> None:
     """A partition and manifest as the decode job leaves them."""
-    partition = warehouse / "kafka" / f"dt={DAY}"
-    partition.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA), partition / "part-0.parquet")
-    manifest_dir = warehouse / "_manifests" / "kafka" / f"dt={DAY}"
-    manifest_dir.mkdir(parents=True)
-    (manifest_dir / "manifest.json").write_text(json.dumps(manifest("kafka", DAY, records_good)))
+    records = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
+    land_day(warehouse, "kafka", records, manifest("kafka", DAY, records_good))
 
 
 def job_argv(tmp_path, *params: str) -> list[str]:

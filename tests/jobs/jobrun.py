@@ -4,14 +4,14 @@ partitions and the manifest it left."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
-from jobs import decode
+from jobs import decode, lake
 
 
 def run_quietly(spark, argv: list[str]) -> int:
@@ -26,12 +26,13 @@ def read_manifest(warehouse: Path, source: str, day: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def read_dir(path: Path) -> pa.Table | None:
-    """A Parquet folder in file order (source_file, byte_offset, then offset where there is
-    one), None when the run wrote none."""
-    if not path.exists():
+def read_day(warehouse: Path, table: str, day: str) -> pa.Table | None:
+    """Partition `day` of `table` (its folder in the warehouse: "kafka", "_quarantine/kafka")
+    as the lake's readers see it, in file order (source_file, byte_offset, then offset where
+    there is one); None when the table has no such day."""
+    table = lake.read_day(str(warehouse / table), dt.date.fromisoformat(day))
+    if table is None:
         return None
-    table = ds.dataset(path, format="parquet").to_table()
     keys = [key for key in ("source_file", "byte_offset", "offset") if key in table.column_names]
     return table.sort_by([(key, "ascending") for key in keys])
 
@@ -44,7 +45,7 @@ def decoded_day(spark, source: str, day: str, landing: Path, warehouse: Path, *a
     code = run_quietly(spark, [*argv, *args])
     return {
         "code": code,
-        "rows": read_dir(warehouse / source / f"dt={day}"),
-        "quarantine": read_dir(warehouse / "_quarantine" / source / f"dt={day}"),
+        "rows": read_day(warehouse, source, day),
+        "quarantine": read_day(warehouse, f"_quarantine/{source}", day),
         "manifest": read_manifest(warehouse, source, day),
     }

@@ -4,6 +4,7 @@ golden sidecars. Two runs: the default JSON datum, and a typed datum (datum_sche
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import shutil
@@ -11,9 +12,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 from jobrun import read_manifest, run_quietly
+
+from jobs import lake
 
 pytestmark = pytest.mark.spark
 
@@ -33,8 +35,12 @@ def sidecar(name: str) -> dict:
     return json.loads(gzip.decompress((VECTORS / f"{name}.json.gz").read_bytes()))
 
 
-def read_dir(path: Path) -> list[dict]:
-    return ds.dataset(path, format="parquet").to_table().to_pylist() if path.exists() else []
+def read_table(warehouse: Path, name: str) -> pa.Table | None:
+    return lake.read_day(str(warehouse / name), dt.date.fromisoformat(DAY))
+
+
+def rows(table: pa.Table | None) -> list[dict]:
+    return [] if table is None else table.to_pylist()
 
 
 def run_job(spark, landing: Path, warehouse: Path, **options) -> dict:
@@ -44,13 +50,14 @@ def run_job(spark, landing: Path, warehouse: Path, **options) -> dict:
     argv += ["--max-error-rate", "0.5", "--max-bad-byte-rate", "0.5"]
     argv += ["--options", json.dumps(options)]
     code = run_quietly(spark, argv)
+    records, packets = read_table(warehouse, "cernan"), read_table(warehouse, "cernan_packets")
     return {
         "code": code,
-        "records": read_dir(warehouse / "cernan" / f"dt={DAY}"),
-        "records_schema": ds.dataset(warehouse / "cernan" / f"dt={DAY}").schema,
-        "packets": read_dir(warehouse / "cernan_packets" / f"dt={DAY}"),
-        "packets_schema": ds.dataset(warehouse / "cernan_packets" / f"dt={DAY}").schema,
-        "quarantine": read_dir(warehouse / "_quarantine" / "cernan" / f"dt={DAY}"),
+        "records": rows(records),
+        "records_schema": records.schema,
+        "packets": rows(packets),
+        "packets_schema": packets.schema,
+        "quarantine": rows(read_table(warehouse, "_quarantine/cernan")),
         "manifest": read_manifest(warehouse, "cernan", DAY),
     }
 

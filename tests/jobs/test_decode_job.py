@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import gzip
 import io
 import json
@@ -19,11 +20,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
-from jobrun import read_dir, read_manifest
+from jobrun import read_day, read_manifest
 
-from jobs import decode
+from jobs import decode, lake
 
 pytestmark = pytest.mark.spark
 
@@ -103,6 +103,7 @@ class Run:
     def __init__(self, spark, landing: Path, warehouse: Path, *extra: str) -> None:
         argv = ["--source", "kafka", "--envelope", "kafka", "--payload", "raw", "--date", DAY]
         argv += ["--landing", str(landing), "--warehouse", str(warehouse)]
+        date = extra[extra.index("--date") + 1] if "--date" in extra else DAY
         argv += ["--reports", str(warehouse.parent / "reports"), "--max-bad-byte-rate", "0.5"]
         argv += extra
         logged, printed = io.StringIO(), io.StringIO()
@@ -115,9 +116,9 @@ class Run:
         finally:
             logger.removeHandler(handler)
         self.log, self.out = logged.getvalue(), printed.getvalue()
-        self.rows = read_dir(warehouse / "kafka" / f"dt={DAY}")
-        self.quarantine = read_dir(warehouse / "_quarantine" / "kafka" / f"dt={DAY}")
-        self.manifest = read_manifest(warehouse, "kafka", DAY)
+        self.rows = read_day(warehouse, "kafka", date)
+        self.quarantine = read_day(warehouse, "_quarantine/kafka", date)
+        self.manifest = read_manifest(warehouse, "kafka", date)
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +126,9 @@ def day(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("decode")
     landing, warehouse = root / "landing", root / "warehouse"
     build_landing(landing)
-    other = warehouse / "kafka" / f"dt={OTHER_DAY}" / "part-0.parquet"
-    other.parent.mkdir(parents=True)
-    pq.write_table(pa.table({"source_file": ["earlier"], "offset": [7]}), other)
-    first = Run(spark, landing, warehouse, "--max-error-rate", "0.01")
+    other = Run(spark, landing, warehouse, "--date", OTHER_DAY, "--max-error-rate", "0.01")
     left_behind = stale_leftovers(root, warehouse)
+    first = Run(spark, landing, warehouse, "--max-error-rate", "0.01")
     runs = {
         "first": first,
         "rerun": Run(spark, landing, warehouse, "--max-error-rate", "0.01"),
@@ -141,22 +140,18 @@ def day(spark, tmp_path_factory):
     }
     return {
         "landing": landing,
+        "warehouse": warehouse,
         "other": other,
-        "other_bytes": other.read_bytes(),
         "left_behind": left_behind,
         **runs,
     }
 
 
 def stale_leftovers(root: Path, warehouse: Path) -> dict[str, Path]:
-    """What decodes of DAY killed before they committed leave (a staging folder, an old
-    partition moved aside), a run of another day still in progress, and the day's
-    validation result from before."""
-    table = warehouse / "kafka"
+    """What a decode of DAY killed before it committed leaves (its parts, in the folder of
+    its run), and the day's validation result from before."""
     paths = {
-        "staging": table / f".staging-dt={DAY}-0a1b2c3d4e5f" / "part-00000.parquet",
-        "aside": table / f".replaced-dt={DAY}-9f8e7d6c5b4a" / "part-00000.parquet",
-        "other_staging": table / f".staging-dt={OTHER_DAY}-123456abcdef" / "part-00000.parquet",
+        "killed_run": warehouse / "kafka" / f"dt={DAY}" / "run-0a1b2c3d4e5f" / "part-00000.parquet",
         "validation": root / "reports" / "kafka" / f"dt={DAY}" / "validation.json",
     }
     for path in paths.values():
@@ -165,14 +160,13 @@ def stale_leftovers(root: Path, warehouse: Path) -> dict[str, Path]:
     return paths
 
 
-def test_a_run_removes_the_days_stale_staging_and_validation_only(day):
+def test_a_run_withdraws_the_days_validation_and_reads_no_uncommitted_parts(day):
     left = day["left_behind"]
-    assert day["rerun"].code == 0
-    assert not left["staging"].parent.exists()
-    assert not left["aside"].parent.exists()
+    assert day["first"].code == 0
     assert not left["validation"].exists()
-    assert left["other_staging"].read_bytes() == b"left behind"
-    assert "did not finish" in day["rerun"].log
+    assert left["killed_run"].read_bytes() == b"left behind"  # vacuum's, after its retention
+    table = str(day["warehouse"] / "kafka")
+    assert str(left["killed_run"]) not in lake.day_files(table, dt.date.fromisoformat(DAY))
 
 
 def uri(day, landed: str) -> str:
@@ -243,9 +237,10 @@ def test_types_survive_and_the_day_is_a_dt_partition(day):
         pa.int16(),
     )
     assert (schema.field("offset").type, schema.field("value").type) == (pa.int64(), pa.binary())
-    rows_dir = Path(day["first"].manifest["outputs"]["rows"])
-    assert rows_dir == day["landing"].parent / "warehouse" / "kafka" / f"dt={DAY}"
-    assert list(rows_dir.glob("*.parquet"))
+    table = Path(day["first"].manifest["outputs"]["rows"])
+    assert table == day["warehouse"] / "kafka"
+    files = lake.day_files(str(table), dt.date.fromisoformat(DAY))
+    assert files and all(Path(file).parent.parent == table / f"dt={DAY}" for file in files)
 
 
 def test_undecodable_frames_are_quarantined_with_offset_kind_and_head(day):
@@ -331,7 +326,8 @@ def test_rerun_replaces_the_day_with_the_same_rows_and_leaves_other_days(day):
     assert rerun.rows.equals(first.rows)
     assert rerun.quarantine.equals(first.quarantine)
     assert rerun.manifest["totals"] == first.manifest["totals"]
-    assert day["other"].read_bytes() == day["other_bytes"]
+    assert day["other"].code == 0
+    assert read_day(day["warehouse"], "kafka", OTHER_DAY).equals(day["other"].rows)
 
 
 def test_error_rate_above_the_threshold_fails_and_keeps_the_previous_output(day):
@@ -364,3 +360,27 @@ def test_fail_policy_names_file_and_offset_and_writes_nothing(day):
     zero = sidecar("zero_tail_v2_none.log")["valid_bytes"]
     assert f"{uri(day, 'clicks-4/zero_tail_v2_none.log')}@{zero} record_size_too_small" in run.log
     assert (run.rows, run.quarantine, run.manifest) == (None, None, None)
+
+
+def test_a_replaced_run_stays_readable_by_version_until_vacuum(day):
+    """Time travel to the first run after the rerun replaced it; vacuum without retention
+    then deletes what no current version reads (the replaced run, the killed run's parts)
+    and nothing the table reads."""
+    table = str(day["warehouse"] / "kafka")
+    date = dt.date.fromisoformat(DAY)
+    first_version = day["first"].manifest["outputs"]["versions"][table]
+    first_files = lake.day_files(table, date, first_version)
+    assert lake.day_files(table, date) != first_files  # replaced by the rerun
+    keys = [("source_file", "ascending"), ("byte_offset", "ascending")]
+    assert (
+        lake.read_day(table, date, first_version)
+        .sort_by(keys)
+        .equals(day["first"].rows.sort_by(keys))
+    )
+    current = read_day(day["warehouse"], "kafka", DAY)
+    deleted = lake.vacuum(table, retention_hours=0)
+    assert not day["left_behind"]["killed_run"].exists()
+    assert {Path(file).name for file in first_files} <= {Path(path).name for path in deleted}
+    assert not any(Path(file).exists() for file in first_files)
+    assert read_day(day["warehouse"], "kafka", DAY).equals(current)
+    assert read_day(day["warehouse"], "kafka", OTHER_DAY).equals(day["other"].rows)

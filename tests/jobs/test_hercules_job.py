@@ -8,6 +8,7 @@ bytes) beside a sample day of realistic log events; one job run, read back with 
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import re
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 import pytest
 from jobrun import decoded_day
 
+from jobs import lake
 from wirecodecs.hercules.schema import HERCULES_SCHEMA
 from wirecodecs.samples import write_sample_day
 
@@ -82,8 +84,8 @@ def run(spark, tmp_path_factory):
                         landing / landed)  # fmt: skip
     args = ["--envelope", "hercules", "--payload", "raw", "--max-error-rate", "0.1"]
     left = decoded_day(spark, "hercules", DAY, landing, warehouse, *args)
-    rows_dir = warehouse / "hercules" / f"dt={DAY}"
-    spark.read.parquet(str(rows_dir)).createOrReplaceTempView("hercules")
+    files = lake.day_files(str(warehouse / "hercules"), dt.date.fromisoformat(DAY))
+    spark.read.parquet(*files).createOrReplaceTempView("hercules")
     return {"landing": landing, "sample": sample, **left}
 
 

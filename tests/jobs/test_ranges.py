@@ -10,16 +10,16 @@ is far above these files), never figures the split run reports about itself.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import shutil
 import struct
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from jobrun import run_quietly
 
-from jobs import metrics
+from jobs import lake, metrics
 from jobs.decode import (
     SPLIT_BYTES,
     DataFile,
@@ -211,11 +211,11 @@ TABLES = {"cernan": ["packets"]}
 GATES = ["--max-error-rate", "0.5", "--max-bad-byte-rate", "0.5"]
 
 
-def read_table(folder: Path):
+def read_table(warehouse: Path, name: str):
     """A written partition in a fixed row order (None when the run wrote none)."""
-    if not folder.exists():
+    table = lake.read_day(str(warehouse / name), dt.date.fromisoformat(DAY))
+    if table is None:
         return None
-    table = ds.dataset(folder, format="parquet").to_table()
     keys = ["source_file", "byte_offset", "offset", "kafka_offset", "record_index", "detail"]
     return table.sort_by([(key, "ascending") for key in keys if key in table.column_names])
 
@@ -232,7 +232,7 @@ def decode(spark, source: str, landing: Path, warehouse: Path, *extra: str) -> d
     ]
     manifest = warehouse / "_manifests" / source / f"dt={DAY}" / "manifest.json"
     return {
-        "tables": {name: read_table(warehouse / name / f"dt={DAY}") for name in tables},
+        "tables": {name: read_table(warehouse, name) for name in tables},
         "manifest": json.loads(manifest.read_text()),
     }
 

@@ -9,13 +9,13 @@ import html
 import io
 import json
 
-import pyarrow.dataset as ds
 import pytest
 from report_lake import write_config
 
 from expectations import registry
 from expectations.checks import RunFacts, rows_near_usual_volume
 from jobs import decode, metrics, report, report_page, validate
+from jobs.lake import read_day
 from wirecodecs.samples import write_sample_day
 
 DAY = dt.date(2026, 11, 20)
@@ -63,7 +63,7 @@ def test_decode_and_validate_write_their_metrics_rows(spark, tmp_path):
     assert quietly(decode, argv, spark) == 0
     assert metrics.read(str(warehouse), "decode_failure", DAY, DAY) == []
     # three earlier days with twice the rows: today is outside the usual band
-    rows = ds.dataset(warehouse / "hercules" / f"dt={DAY}", format="parquet").to_table()
+    rows = read_day(str(warehouse / "hercules"), DAY)
     (today,) = metrics.read(str(warehouse), "decode", DAY, DAY)
     for back in (1, 2, 3):
         earlier = {**today, "rows": 2 * rows.num_rows}
@@ -77,7 +77,7 @@ def test_decode_and_validate_write_their_metrics_rows(spark, tmp_path):
     assert sum(today["event_hours"]) == sum(start <= t < start + dt.timedelta(1) for t in times)
     paths = {tag["path"] for tags in rows.column("tags").to_pylist() for tag in tags}
     assert {entry["name"] for entry in today["names"]} == paths
-    quarantine = ds.dataset(warehouse / "_quarantine" / "hercules" / f"dt={DAY}").to_table()
+    quarantine = read_day(str(warehouse / "_quarantine" / "hercules"), DAY)
     assert {e["kind"] for e in today["errors"]} == set(quarantine.column("error_kind").to_pylist())
     assert (
         today["bad_byte_rate"]

@@ -12,10 +12,9 @@ import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pyarrow.dataset as ds
 from report_lake import DAYS, INJECTED, LAST_DAY, SPIKE_DAY, write_config
 
-from jobs import metrics, report, report_page
+from jobs import lake, metrics, report, report_page
 
 
 def run_report(root: Path, day: dt.date, days: int = 10) -> dict:
@@ -31,8 +30,7 @@ def daily(root: Path, day: dt.date, name: str) -> Path:
 
 
 def partition(root: Path, table: str, day: dt.date):
-    path = root / "warehouse" / table / f"dt={day}"
-    return ds.dataset(path, format="parquet").to_table() if path.exists() else None
+    return lake.read_day(str(root / "warehouse" / table), day)
 
 
 def manifest(root: Path, source: str, day: dt.date) -> dict:

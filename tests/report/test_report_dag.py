@@ -10,11 +10,12 @@ import sqlite3
 import statistics
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 import yaml
 from airflowrun import ALERTS, project_airflow
 from report_lake import DAYS, HALF_DAY, INJECTED
+
+from jobs import lake
 
 pytestmark = pytest.mark.e2e  # real Airflow runs, no Spark: about a minute
 
@@ -47,7 +48,7 @@ def airflow(tmp_path_factory, lake_root, alerting):
 
 
 def rows(lake_root: Path, day) -> int:
-    return ds.dataset(lake_root / "warehouse" / SOURCE / f"dt={day}", format="parquet").count_rows()
+    return lake.day_rows(str(lake_root / "warehouse" / SOURCE), day)
 
 
 def test_anomalies_reach_mail_and_webhook_with_the_page(airflow, alerting, lake_root):

@@ -26,6 +26,7 @@ class S3Server:
     endpoint: str  # http://127.0.0.1:<port>
     access_key: str
     secret_key: str  # a fresh random secret: the tests search every output for it
+    pid: int
 
     def environment(self, *, with_endpoint: bool = True) -> dict[str, str]:
         """The standard AWS variables a job finds the server and its credentials by."""
@@ -87,7 +88,7 @@ def moto_server(log_path: str) -> Iterator[S3Server]:
         )
         try:
             wait_until_serving(endpoint, process, START_TIMEOUT)
-            yield S3Server(endpoint, "wirelake-test", secrets.token_hex(20))
+            yield S3Server(endpoint, "wirelake-test", secrets.token_hex(20), process.pid)
         finally:
             process.terminate()
             try:

@@ -10,114 +10,47 @@ import contextlib
 import datetime as dt
 import io
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pytest
-import yaml
 from pyarrow import fs as pafs
+from s3jobs import (
+    JOB_TIMEOUT,
+    ROOT,
+    config,
+    decode_args,
+    job_env,
+    job_log,
+    spark_submit,
+    upload,
+    validate_args,
+)
 from s3server import moto_server
 
 import wirecodecs
 from jobs import decode, layout
-from jobs.decode_settings import with_data_root
-from jobs.spark_conf import store_conf
+from jobs.lake import day_rows, read_day
 from wirecodecs.samples import SAMPLE_SECRETS, write_sample_day
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]  # spark-submit runs, an S3 server
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCES_YAML = ROOT / "dags" / "sources.yaml"
 DAY = "2026-11-26"
 DATE = dt.date.fromisoformat(DAY)
 SOURCES = ("kafka", "heka", "hercules", "inlong", "cernan")  # one source of each format
 BUCKET = "lake"
 LAKE = f"s3://{BUCKET}"
-JOB_TIMEOUT = 600
 
 
-def config(source: str) -> dict:
-    return yaml.safe_load(SOURCES_YAML.read_text())["sources"][source]
-
-
-def decode_args(
-    source: str, landing: str, warehouse: str, reports: str, data_root: Path
-) -> list[str]:
-    """The decode job's arguments for `source` as the DAG gives them (dags/sources.yaml)."""
-    settings = config(source)
-    decode = settings["decode"]
-    options = with_data_root(decode.get("options", {}), str(data_root))
-    return [
-        *("--source", source, "--envelope", settings["envelope"]),
-        *("--payload", settings.get("payload", "raw"), "--date", DAY),
-        *("--landing", landing, "--warehouse", warehouse),
-        *("--reports", reports),
-        *("--error-policy", decode["error_policy"]),
-        *("--max-error-rate", str(decode["max_error_rate"])),
-        *("--max-bad-byte-rate", str(decode["max_bad_byte_rate"])),
-        *("--options", json.dumps(options)),
-    ]  # fmt: skip
-
-
-def validate_args(source: str, warehouse: str, reports: str) -> list[list[str]]:
-    """One argument list per suite of `source` (dags/sources.yaml)."""
-    validations = config(source)["validate"]
-    validations = validations if isinstance(validations, list) else [validations]
-    return [
-        [
-            *("--source", source, "--suite", check["suite"], "--date", DAY),
-            *("--warehouse", warehouse, "--reports", reports),
-            *(f"--param={key}={value}" for key, value in check.get("params", {}).items()),
-        ]
-        for check in validations
-    ]
-
-
-def spark_submit(job: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`job` as a DAG submits it on an S3 lake (the conf its warehouse needs), on one core."""
-    spark_submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
-    warehouse = args[args.index("--warehouse") + 1]
-    conf = {"spark.ui.enabled": "false", **store_conf(job, warehouse)}
-    command = [
-        spark_submit or "spark-submit",
-        "--master", "local[1]",
-        *(part for key, value in conf.items() for part in ("--conf", f"{key}={value}")),
-        str(ROOT / "jobs" / f"{job}.py"),
-        *args,
-    ]  # fmt: skip
-    return subprocess.run(
-        command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=JOB_TIMEOUT
-    )
-
-
-def job_log(done: subprocess.CompletedProcess) -> str:
-    """What a failed job said, without Spark's INFO chatter."""
-    return "\n".join(line for line in done.stderr.splitlines() if " INFO " not in line)[-4000:]
-
-
-def job_env(server, **kwargs) -> dict[str, str]:
-    """This process's environment, its AWS variables the server's only."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    return {**env, **server.environment(**kwargs)}
-
-
-def upload(local: Path, filesystem: pafs.FileSystem, path: str) -> None:
-    disk = pafs.LocalFileSystem()
-    pafs.copy_files(str(local), path, source_filesystem=disk, destination_filesystem=filesystem)
-
-
-def read_table(filesystem: pafs.FileSystem, path: str, landing: str) -> pa.Table | None:
-    """A partition in file order, `source_file` made relative to the landing folder (the
+def read_table(table: str, landing: str) -> pa.Table | None:
+    """A table's day in file order, `source_file` made relative to the landing folder (the
     one column that names where the day was), None when there is none."""
-    if filesystem.get_file_info(path).type != pafs.FileType.Directory:
+    table = read_day(table, DATE)
+    if table is None:
         return None
-    table = ds.dataset(path, filesystem=filesystem, format="parquet").to_table()
     keys = [key for key in ("source_file", "byte_offset", "offset") if key in table.column_names]
     table = table.sort_by([(key, "ascending") for key in keys])
     at = table.schema.get_field_index("source_file")
@@ -132,14 +65,10 @@ def companion_tables(source: str) -> list[str]:
     return [layout.table_name(source, table) for table in fmt.tables]
 
 
-def outputs(
-    filesystem: pafs.FileSystem, warehouse: str, source: str, landing: str
-) -> dict[str, pa.Table | None]:
-    """Every table partition the decode of `source` wrote for DAY, by table folder."""
+def outputs(warehouse: str, source: str, landing: str) -> dict[str, pa.Table | None]:
+    """Every table's day the decode of `source` wrote, by table folder."""
     tables = [source, f"{layout.QUARANTINE_DIR}/{source}", *companion_tables(source)]
-    return {
-        table: read_table(filesystem, f"{warehouse}/{table}/dt={DAY}", landing) for table in tables
-    }
+    return {table: read_table(f"{warehouse}/{table}", landing) for table in tables}
 
 
 def decode_here(spark, args: list[str]) -> int:
@@ -193,15 +122,26 @@ class Lake:
         upload(local_landing, self.server.filesystem(), s3_landing.removeprefix("s3://"))
         env = job_env(self.server)
         lake = [f"{LAKE}/warehouse", f"{LAKE}/reports"]
-        decoded = spark_submit("decode", decode_args(source, s3_landing, *lake, self.root), env)
-        validated = [spark_submit("validate", args, env) for args in validate_args(source, *lake)]
+        decoded = spark_submit(
+            "decode", decode_args(source, DAY, s3_landing, *lake, self.root), env
+        )
+        validated = [
+            spark_submit("validate", args, env) for args in validate_args(source, DAY, *lake)
+        ]
         local = [str(local_landing), str(self.root / "warehouse"), str(self.root / "reports")]
         return {
             "decode": decoded,
             "validate": validated,
-            "local_code": decode_here(self.spark, decode_args(source, *local, self.root)),
+            "local_code": decode_here(self.spark, decode_args(source, DAY, *local, self.root)),
             "landings": (s3_landing, str(local_landing)),
         }
+
+
+@pytest.fixture
+def aws_environment(server, monkeypatch):
+    """This process reads the lake on the server as the jobs do: through the AWS_* variables."""
+    for key, value in server.environment().items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -235,12 +175,12 @@ def test_decode_and_validate_pass_on_s3(lake, server, source):
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_rows_on_s3_are_the_rows_on_local_disk(lake, server, source):
+def test_rows_on_s3_are_the_rows_on_local_disk(lake, server, source, aws_environment):
     run = lake.run(source)
     assert run["decode"].returncode == 0 and run["local_code"] == 0
     s3_landing, local_landing = run["landings"]
-    on_s3 = outputs(server.filesystem(), f"{BUCKET}/warehouse", source, s3_landing)
-    on_disk = outputs(pafs.LocalFileSystem(), str(lake.root / "warehouse"), source, local_landing)
+    on_s3 = outputs(f"{LAKE}/warehouse", source, s3_landing)
+    on_disk = outputs(str(lake.root / "warehouse"), source, local_landing)
     assert on_s3.keys() == on_disk.keys()
     assert on_disk[source] is not None and on_disk[source].num_rows > 0
     for table, rows in on_disk.items():
@@ -290,7 +230,7 @@ def test_the_secret_key_is_in_no_output(lake, server):
             assert secret.encode() not in path.read_bytes(), path
 
 
-def test_endpoint_in_the_uri_query(lake, server):
+def test_endpoint_in_the_uri_query(lake, server, monkeypatch):
     """A warehouse whose endpoint is in its URI's query (and not in the environment):
     paths are joined before the query, and the day is written there."""
     endpoint = server.endpoint.removeprefix("http://")
@@ -300,15 +240,17 @@ def test_endpoint_in_the_uri_query(lake, server):
     reports = f"{LAKE}/query-reports?endpoint_override={endpoint}&scheme=http"
     done = spark_submit(
         "decode",
-        decode_args("kafka", landing, warehouse, reports, lake.root),
+        decode_args("kafka", DAY, landing, warehouse, reports, lake.root),
         job_env(server, with_endpoint=False),
     )
     assert done.returncode == 0, job_log(done)
     client = server.filesystem()
     manifest = f"{BUCKET}/query-warehouse/_manifests/kafka/dt={DAY}/manifest.json"
     assert client.get_file_info(manifest).type == pafs.FileType.File
-    rows = client.get_file_info(pafs.FileSelector(f"{BUCKET}/query-warehouse/kafka/dt={DAY}"))
-    assert [info.base_name for info in rows if info.base_name.endswith(".parquet")]
+    for key, value in server.environment(with_endpoint=False).items():
+        monkeypatch.setenv(key, value)  # the endpoint only in the table's location
+    query = warehouse.partition("?")[2]
+    assert day_rows(f"{LAKE}/query-warehouse/kafka?{query}", DATE)
 
 
 def test_credentials_in_a_location_are_refused(server, tmp_path, capsys):

@@ -91,18 +91,23 @@ def _data_root(config: dict[str, Any]) -> str:
     return data_root if "://" in data_root else str((PROJECT_ROOT / data_root).resolve())
 
 
-def source_paths(config: dict[str, Any], source: str) -> dict[str, str]:
+def source_paths(config: dict[str, Any], source: str) -> dict[str, str | None]:
     """Landing (templated with {{ ds }}), warehouse and reports locations for a source: what
-    its DAG passes to the jobs, and where `./wirelake backfill` reads each day's figures."""
+    its DAG passes to the jobs, and where `./wirelake backfill` reads each day's figures;
+    and the Airflow connection holding the store's credentials (`store_conn_id`, None: the
+    workers' own AWS_* environment)."""
     paths = config.get("paths", {})
     fields = {"data_root": _data_root(config), "source": source, "ds": "{{ ds }}"}
     return {
-        key: paths.get(key, default).format(**fields)
-        for key, default in (
-            ("landing", "{data_root}/landing/{source}/dt={ds}"),
-            ("warehouse", "{data_root}/warehouse"),
-            ("reports", "{data_root}/reports"),
-        )
+        **{
+            key: paths.get(key, default).format(**fields)
+            for key, default in (
+                ("landing", "{data_root}/landing/{source}/dt={ds}"),
+                ("warehouse", "{data_root}/warehouse"),
+                ("reports", "{data_root}/reports"),
+            )
+        },
+        "store_conn_id": paths.get("store_conn_id"),
     }
 
 
@@ -154,11 +159,13 @@ def _spark_task(
     source: str,
     settings: dict,
     outlets: list[Asset],
-    warehouse: str,
+    paths: dict[str, str | None],
 ) -> Any:
     """A spark-submit of `job`, with `spark.small_day`'s conf on a small day (read from the
-    day's decode manifest in `warehouse`) where the job has one."""
+    day's decode manifest in the warehouse) where the job has one, and the store's
+    credentials from connection `paths["store_conn_id"]` where there is one."""
     spark = settings.get("spark", {})
+    warehouse = paths["warehouse"]
     small_conf = SmallDayConf.of(spark, Path(job).stem)
     return SparkJobOperator(
         small_day=SmallDay(warehouse, source, small_conf) if small_conf else None,
@@ -170,6 +177,7 @@ def _spark_task(
         conn_id=settings.get("spark_conn_id", "spark_default"),
         name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
         conf={**store_conf(Path(job).stem, warehouse), **job_conf(spark, Path(job).stem)},
+        store_conn_id=paths["store_conn_id"],
         driver_memory=spark.get("driver_memory"),
         executor_memory=spark.get("executor_memory"),
         py_files=spark.get("py_files"),
@@ -225,6 +233,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             marker=check.get("marker", "_SUCCESS"),
             lateness_hours=lateness,
             timeout_hours=timeout,
+            store_conn_id=paths["store_conn_id"],
             mode="reschedule",
             poke_interval=poke_interval,
             # a backstop only: the sensor skips the day itself when its window closes
@@ -248,7 +257,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
         tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))
         outlets = [_asset(name, table) for table in tables]
         decoded = wait >> _spark_task(
-            "decode", "decode.py", decode_args, name, settings, outlets, paths["warehouse"]
+            "decode", "decode.py", decode_args, name, settings, outlets, paths
         )
         for entry in validations(source):
             validate_args = [
@@ -262,7 +271,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             task_id = "validate" if len(suites) == 1 else f"validate_{entry['suite']}"
             checked = [_asset(name, entry.get("table", name), "/validated")]
             decoded >> _spark_task(
-                task_id, "validate.py", validate_args, name, settings, checked, paths["warehouse"]
+                task_id, "validate.py", validate_args, name, settings, checked, paths
             )
     return dag
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -24,7 +25,7 @@ from airflow.sdk import (
 )
 from dag_factory import DEFAULT_CONFIG, PROJECT_ROOT, load_config, source_paths, validated_assets
 from wirelake_alerts import anomalies_alert, notifiers
-from wirelake_tasks import read_text
+from wirelake_tasks import environment, read_text, store_environment
 
 from jobs import layout
 
@@ -47,10 +48,13 @@ def run_report(config_path: str, **context: Any) -> None:
     config = load_config(config_path)
     day = report_day(context)
     command = [sys.executable, "-m", "jobs.report", "--date", day, "--config", str(config_path)]
-    subprocess.run(command, cwd=PROJECT_ROOT, check=True)
-    reports = source_paths(config, "-")["reports"]
+    paths = source_paths(config, "-")
+    store = store_environment(paths["store_conn_id"])  # {}: the worker's own environment
+    subprocess.run(command, cwd=PROJECT_ROOT, check=True, env={**os.environ, **store})
+    reports = paths["reports"]
     folder = layout.join(reports, "_daily", f"dt={day}")
-    anomalies = json.loads(read_text(layout.join(folder, "report.json")))["anomalies"]
+    with environment(store):
+        anomalies = json.loads(read_text(layout.join(folder, "report.json")))["anomalies"]
     if anomalies:
         facts = anomalies_alert(day, anomalies, layout.join(folder, "index.html"))
         for notifier in notifiers(config.get("alerts"), facts["source"], reports):

@@ -5,15 +5,17 @@ Imported by the DAG files, so it stays free of pyspark, wirecodecs and Great Exp
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseSensorOperator
+from airflow.sdk import BaseSensorOperator, Connection
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import layout
@@ -26,6 +28,40 @@ PERMANENT_EXIT_CODES = {
     2: "bad arguments or options",
 }
 _EXIT_CODE = re.compile(r"Error code is: (-?\d+)")
+
+
+def store_environment(conn_id: str | None) -> dict[str, str]:
+    """The AWS_* variables that Airflow connection `conn_id` gives the store's clients
+    (login: the access key id, password: the secret key; extra `endpoint_url`,
+    `region_name`); {} without one, and then the worker's own environment (or an instance
+    role) serves. The jobs get them as spark-submit's environment, never on its command
+    line; Airflow masks the secret in task logs."""
+    if not conn_id:
+        return {}
+    connection = Connection.get(conn_id)
+    extra = connection.extra_dejson
+    variables = {
+        "AWS_ACCESS_KEY_ID": connection.login,
+        "AWS_SECRET_ACCESS_KEY": connection.password,
+        "AWS_ENDPOINT_URL": extra.get("endpoint_url"),
+        "AWS_REGION": extra.get("region_name"),
+    }
+    return {name: value for name, value in variables.items() if value}
+
+
+@contextlib.contextmanager
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    """`variables` set in this process while the block runs (pyarrow reads them)."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _file(location: str):
@@ -70,17 +106,27 @@ class LandingSensor(BaseSensorOperator):
     template_fields = ("landing",)
 
     def __init__(
-        self, *, landing: str, marker: str, lateness_hours: float, timeout_hours: float, **kwargs
+        self,
+        *,
+        landing: str,
+        marker: str,
+        lateness_hours: float,
+        timeout_hours: float,
+        store_conn_id: str | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.landing = landing
+        self.store_conn_id = store_conn_id
         self.marker = marker
         self.lateness_hours = lateness_hours
         self.timeout_hours = timeout_hours
 
     def poke(self, context: Any) -> bool:
         deadline = landing_deadline(context["ds"], self.lateness_hours, self.timeout_hours)
-        if landing_complete(self.landing, self.marker):
+        with environment(store_environment(self.store_conn_id)):
+            complete = landing_complete(self.landing, self.marker)
+        if complete:
             self.log.info("landing complete: marker %s found in %s", self.marker, self.landing)
             return True
         if dt.datetime.now(dt.UTC) >= deadline:
@@ -127,12 +173,18 @@ class SparkJobOperator(SparkSubmitOperator):
     A job that runs after the decode may take a conf of its own for small days
     (`small_day`)."""
 
-    def __init__(self, *, small_day: SmallDay | None = None, **kwargs) -> None:
+    def __init__(
+        self, *, small_day: SmallDay | None = None, store_conn_id: str | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.small_day = small_day
+        self.store_conn_id = store_conn_id
 
     def execute(self, context: Any) -> None:
-        self.conf = {**(self.conf or {}), **self.day_conf(context["ds"])}
+        store = store_environment(self.store_conn_id)
+        self.env_vars = {**(self.env_vars or {}), **store}
+        with environment(store):
+            self.conf = {**(self.conf or {}), **self.day_conf(context["ds"])}
         try:
             super().execute(context)
         except Exception as error:

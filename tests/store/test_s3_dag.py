@@ -1,7 +1,8 @@
 """A source's DAG with its whole lake on S3 (moto on loopback), run by `airflow dags test`
 as a scheduler would run its tasks: the landing check finds the day's marker on S3, the
 decode and validate jobs read and write there, and the server's secret key is in no task
-log; the credentials and endpoint reach every task only through the AWS_* environment."""
+log. The credentials and endpoint reach the tasks either through the workers' AWS_*
+environment or only from an Airflow connection (`paths.store_conn_id`)."""
 
 from __future__ import annotations
 
@@ -47,19 +48,34 @@ def test_the_landing_check_finds_the_marker_on_s3(server, tmp_path, monkeypatch)
     assert landing_complete(landing, "_SUCCESS")
 
 
-def test_a_kafka_day_runs_through_its_dag_on_s3(server, tmp_path, monkeypatch):
+def connection(server) -> dict[str, str]:
+    """The Airflow connection `lake_store` (as an AIRFLOW_CONN_ variable) of the server."""
+    extra = {"endpoint_url": server.endpoint, "region_name": "us-east-1"}
+    value = {"conn_type": "aws", "login": server.access_key, "password": server.secret_key}
+    return {"AIRFLOW_CONN_LAKE_STORE": json.dumps({**value, "extra": extra})}
+
+
+@pytest.mark.parametrize("credentials", ["environment", "connection"])
+def test_a_kafka_day_runs_through_its_dag_on_s3(server, tmp_path, monkeypatch, credentials):
+    lake_root = f"{BUCKET}/{credentials}"
     config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
     config["sources"] = {"kafka": config["sources"]["kafka"]}
     config["paths"] = {
-        "landing": f"s3://{BUCKET}/landing/{{source}}/dt={{ds}}",
-        "warehouse": f"s3://{BUCKET}/warehouse",
-        "reports": f"s3://{BUCKET}/reports",
+        "landing": f"s3://{lake_root}/landing/{{source}}/dt={{ds}}",
+        "warehouse": f"s3://{lake_root}/warehouse",
+        "reports": f"s3://{lake_root}/reports",
     }
+    env = server.environment()
+    if credentials == "connection":  # and none of them in the tasks' environment
+        config["paths"]["store_conn_id"] = "lake_store"
+        env = connection(server)
+        for name in server.environment():
+            monkeypatch.delenv(name, raising=False)
     config["defaults"].update(retries=0, start_date="2020-01-01")
     local = tmp_path / "landing"
     samples.write_sample_day("kafka", local, DAY)  # with its _SUCCESS marker
-    upload(local, server.filesystem(), f"{BUCKET}/landing/kafka/dt={DAY}")
-    airflow = project_airflow(tmp_path, config, tmp_path / "data", server.environment(), {})
+    upload(local, server.filesystem(), f"{lake_root}/landing/kafka/dt={DAY}")
+    airflow = project_airflow(tmp_path, config, tmp_path / "data", env, {})
 
     done = airflow("dags", "test", "wirelake_kafka", DAY)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -67,12 +83,12 @@ def test_a_kafka_day_runs_through_its_dag_on_s3(server, tmp_path, monkeypatch):
     states = {task: ti["state"] for (day, task), ti in runs.items() if day == DAY}
     assert states == {"wait_for_landing": "success", "decode": "success", "validate": "success"}
     client = server.filesystem()
-    with client.open_input_stream(f"{BUCKET}/reports/kafka/dt={DAY}/validation.json") as stream:
+    with client.open_input_stream(f"{lake_root}/reports/kafka/dt={DAY}/validation.json") as stream:
         assert json.loads(stream.read())["critical_success"] is True
     for key, value in server.environment().items():
         monkeypatch.setenv(key, value)
-    rows = lake.read_day(f"s3://{BUCKET}/warehouse/kafka", dt.date.fromisoformat(DAY))
-    manifest = f"{BUCKET}/warehouse/_manifests/kafka/dt={DAY}/manifest.json"
+    rows = lake.read_day(f"s3://{lake_root}/warehouse/kafka", dt.date.fromisoformat(DAY))
+    manifest = f"{lake_root}/warehouse/_manifests/kafka/dt={DAY}/manifest.json"
     with client.open_input_stream(manifest) as stream:
         assert rows.num_rows == json.loads(stream.read())["totals"]["rows"] > 0
     secret = server.secret_key

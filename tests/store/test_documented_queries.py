@@ -75,5 +75,10 @@ def test_the_spark_sql_query_reads_the_day(warehouse, spark):
     namespace = {"spark": spark}
     run_documented(on(warehouse, reading), namespace)
     run_documented(in_spark, namespace)
-    shown = namespace["spark"].sql("SELECT topic, count(*) AS n FROM kafka_day GROUP BY topic")
-    assert sorted(map(tuple, shown.collect())) == [("clicks", 2), ("orders", 2)]
+
+    def topics(view: str) -> list[tuple]:
+        counted = spark.sql(f"SELECT topic, count(*) AS n FROM {view} GROUP BY topic")
+        return sorted(map(tuple, counted.collect()))
+
+    assert topics("kafka_day") == [("clicks", 2), ("orders", 2)]
+    assert topics("kafka_day_before") == [("orders", 3)]  # the first run, which was replaced

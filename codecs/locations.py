@@ -50,6 +50,15 @@ def s3_settings(location: str) -> dict[str, str]:
     return settings
 
 
+def s3_endpoint_url(settings: dict[str, str]) -> str | None:
+    """The endpoint of `s3_settings` as a URL (pyarrow spells it host[:port] and its scheme
+    apart), for the clients that take a URL; None for AWS itself."""
+    endpoint = settings.get("endpoint_override")
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{settings.get('scheme', 'https')}://{endpoint}"
+    return endpoint
+
+
 def check_location(location: str) -> None:
     """Refuse a location that carries credentials (they belong in the environment)."""
     parts = urllib.parse.urlsplit(location)

@@ -38,12 +38,10 @@ from pyarrow import fs as pafs
 
 from jobs import storage
 from jobs.decode_settings import DEFAULT_RETENTION_HOURS
-from wirecodecs.locations import absolute, check_location, s3_settings
+from wirecodecs.locations import absolute, check_location, s3_endpoint_url, s3_settings
 
 PARTITION_COLUMN = "dt"
 DAY_KEY = "wirelake.dt"  # in each commit's information: the day it replaced
-
-
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours the chain of causes it reports
 
 
@@ -73,10 +71,8 @@ def _uri(table: str) -> tuple[str, dict[str, str]]:
         return location, {}
     settings = s3_settings(location)
     options = {}
-    endpoint = settings.get("endpoint_override")
+    endpoint = s3_endpoint_url(settings)
     if endpoint:
-        if "://" not in endpoint:  # pyarrow's host[:port], with its scheme apart
-            endpoint = f"{settings.get('scheme', 'https')}://{endpoint}"
         options["AWS_ENDPOINT_URL"] = endpoint
         options["AWS_ALLOW_HTTP"] = str(endpoint.startswith("http:")).lower()
     if settings.get("region"):

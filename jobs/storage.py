@@ -18,7 +18,13 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
-from wirecodecs.locations import absolute, check_location, resolve, s3_settings
+from wirecodecs.locations import (
+    absolute,
+    check_location,
+    resolve,
+    s3_endpoint_url,
+    s3_settings,
+)
 
 ASIDE_PREFIX = ".replaced-"  # an old folder moved aside by `replace_dir`, then deleted
 OBJECT_STORES = ("s3", "gcs")  # pyarrow filesystems without folders: no rename, a move copies
@@ -35,10 +41,8 @@ def spark_location(spark, location: str) -> str:
         return location
     settings = s3_settings(location)
     bucket = f"fs.s3a.bucket.{parts.netloc}"
-    endpoint = settings.get("endpoint_override")
+    endpoint = s3_endpoint_url(settings)
     if endpoint:
-        if "://" not in endpoint:  # pyarrow's host[:port], with its scheme apart
-            endpoint = f"{settings.get('scheme', 'https')}://{endpoint}"
         spark.conf.set(f"{bucket}.endpoint", endpoint)
         spark.conf.set(f"{bucket}.path.style.access", "true")  # no per-bucket DNS on a server
         spark.conf.set(f"{bucket}.connection.ssl.enabled", str(endpoint.startswith("https:")))

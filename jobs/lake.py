@@ -197,21 +197,19 @@ def day_files(table: str, date: dt.date, version: int | None = None) -> list[str
     return [f"{uri}?{query}" if query else uri for uri in sorted(files)]
 
 
-def _opened(files: list[str]) -> tuple[pafs.FileSystem, list[str]]:
-    """The filesystem of `files` (one table's) and their paths in it."""
-    filesystem, _ = storage.resolve(files[0])
-    return filesystem, [storage.resolve(location)[1] for location in files]
-
-
 def day_rows(table: str, date: dt.date) -> int | None:
-    """How many rows partition `dt=date` of `table` holds (from the parts' footers), None
-    when the table has no such day."""
-    files = day_files(table, date)
-    if not files:
-        return None
-    filesystem, paths = _opened(files)
-    with on_store(table, f"reading the footers of dt={date}"):
-        return sum(pq.read_metadata(path, filesystem=filesystem).num_rows for path in paths)
+    """How many rows partition `dt=date` of `table` holds, from the counts its commit wrote
+    into the log (no part is read); None when the table has no such day."""
+    with on_store(table, f"reading the log of dt={date}"):
+        delta = open_table(table)
+        if delta is None:
+            return None
+        actions = pa.table(delta.get_add_actions(flatten=True))
+    days, rows = (
+        actions[name].to_pylist() for name in (f"partition.{PARTITION_COLUMN}", "num_records")
+    )
+    counts = [count for count, day in zip(rows, days, strict=True) if day == date]
+    return sum(counts) if counts else None
 
 
 def read_day(table: str, date: dt.date, version: int | None = None) -> pa.Table | None:
@@ -220,7 +218,8 @@ def read_day(table: str, date: dt.date, version: int | None = None) -> pa.Table 
     files = day_files(table, date, version)
     if not files:
         return None
-    filesystem, paths = _opened(files)
+    filesystem, _ = storage.resolve(files[0])
+    paths = [storage.resolve(location)[1] for location in files]
     with on_store(table, f"reading dt={date}"):
         return pa.concat_tables(pq.read_table(path, filesystem=filesystem) for path in paths)
 

@@ -34,6 +34,10 @@ DEFAULT_CONFIG = Path(os.environ.get("WIRELAKE_CONFIG") or Path(__file__).parent
 SPARK_POOL = "wirelake_spark"  # every spark-submit task takes one slot of this Airflow pool
 
 SOURCE_KEYS = {"description", "tags", "envelope", "payload", "decode", "validate", "defaults"}
+# Work-unit settings under a source's `decode` -> the decode job's flag. Left out, the job's
+# default applies (split_bytes: jobs.decode_settings.DEFAULT_SPLIT_BYTES; partitions: enough
+# for every core and about 128 MiB each), and the flag is not passed.
+WORK_UNIT_SETTINGS = {"split_bytes": "--split-bytes", "partitions": "--partitions"}
 
 
 class ConfigError(ValueError):
@@ -77,6 +81,12 @@ def _check_source(path: Path, name: str, source: Any) -> None:
     hours = source["decode"].get("retention_hours", DEFAULT_RETENTION_HOURS)
     if not isinstance(hours, int | float) or isinstance(hours, bool) or hours < 0:
         raise ConfigError(f"{where}.decode.retention_hours must be a number >= 0, not {hours!r}")
+    for key in WORK_UNIT_SETTINGS:
+        value = source["decode"].get(key)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise ConfigError(f"{where}.decode.{key} must be a whole number >= 1, not {value!r}")
     entries = validations(source)
     if not entries or not all(isinstance(entry, dict) and "suite" in entry for entry in entries):
         raise ConfigError(f"{where}.validate: needs a mapping with a 'suite' (or a list of them)")
@@ -116,6 +126,16 @@ def _pairs(flag: str, mapping: dict[str, Any], data_root: str) -> list[str]:
     args: list[str] = []
     for key, value in sorted(mapping.items()):
         args += [flag, f"{key}={with_data_root(value, data_root)}"]
+    return args
+
+
+def _work_units(decode: dict[str, Any]) -> list[str]:
+    """The source's `decode.split_bytes` and `decode.partitions` as the decode job's flags
+    (none for a setting left out)."""
+    args: list[str] = []
+    for key, flag in WORK_UNIT_SETTINGS.items():
+        if decode.get(key) is not None:
+            args += [flag, str(decode[key])]
     return args
 
 
@@ -252,6 +272,7 @@ def build_dag(name: str, source: dict[str, Any], config: dict[str, Any]) -> DAG:
             "--max-bad-byte-rate",
             str(decode.get("max_bad_byte_rate", GATES["max_bad_byte_rate"])),
             "--retention-hours", str(decode.get("retention_hours", DEFAULT_RETENTION_HOURS)),
+            *_work_units(decode),
             *_options(decode.get("options", {}), data_root),
         ]  # fmt: skip
         tables = list(dict.fromkeys(entry.get("table", name) for entry in validations(source)))

@@ -59,6 +59,7 @@ from jobs.cli import EXIT_FAILED, EXIT_OK, JobFailed, iso_date, run_job, setup_l
 from jobs.decode_settings import (
     DEFAULT_ERROR_POLICY,
     DEFAULT_RETENTION_HOURS,
+    DEFAULT_SPLIT_BYTES,
     ERROR_POLICIES,
     GATES,
 )
@@ -79,7 +80,7 @@ log = logging.getLogger("wirelake.decode")
 
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" is reserved
 TARGET_PARTITION_BYTES = 128 << 20
-SPLIT_BYTES = 128 << 20  # files above this are cut into ranges of about this size
+SPLIT_BYTES = DEFAULT_SPLIT_BYTES  # files above this are cut into ranges of about this size
 COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
 COUNTS += ["rows", "quarantine_items"]
 

@@ -231,6 +231,11 @@ def test_landing_check_sees_the_marker(tmp_path):
         ({"decode": {"max_bad_byte_rate": -0.1}}, "max_bad_byte_rate"),
         ({"decode": {"max_bad_byte_rate": True}}, "max_bad_byte_rate"),
         ({"decode": {"retention_hours": -1}}, "retention_hours"),
+        ({"decode": {"split_bytes": 0}}, "split_bytes must be a whole number >= 1, not 0"),
+        ({"decode": {"split_bytes": "128m"}}, "split_bytes"),
+        ({"decode": {"split_bytes": 1.5}}, "split_bytes"),
+        ({"decode": {"partitions": True}}, "partitions must be a whole number >= 1, not True"),
+        ({"decode": {"partitions": -2}}, "partitions"),
         ({"validate": {}}, "suite"),
         ({"validate": []}, "suite"),
         ({"validate": [{"suite": "kafka"}, {"suite": "kafka"}]}, "twice"),
@@ -251,6 +256,30 @@ def test_bad_config_is_rejected_with_a_clear_message(tmp_path, patch, message):
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(dag_factory.ConfigError, match=message):
         dag_factory.load_config(path)
+
+
+def test_work_unit_settings_reach_the_decode_command_line(tmp_path, monkeypatch_module):
+    """`decode.split_bytes` and `decode.partitions` of a source become the decode job's
+    `--split-bytes` and `--partitions`; a source without them passes neither (the job's
+    defaults apply, as in test_decode_command_line)."""
+    import yaml
+
+    config = yaml.safe_load((DAGS / "sources.yaml").read_text())
+    kafka, heka = config["sources"]["kafka"], config["sources"]["heka"]
+    kafka["decode"].update(split_bytes=67108864, partitions=6)
+    heka["decode"]["split_bytes"] = 1048576
+    config["sources"] = {"kafka": kafka, "heka": heka}
+    path = tmp_path / "sources.yaml"
+    path.write_text(yaml.safe_dump(config))
+    dags = dag_factory.build_dags(path)
+
+    def flags(dag_id: str) -> dict[str, str]:
+        args = dags[dag_id].get_task("decode").application_args
+        return {flag: args[args.index(flag) + 1] for flag in ("--split-bytes", "--partitions")
+                if flag in args}  # fmt: skip
+
+    assert flags("wirelake_kafka") == {"--split-bytes": "67108864", "--partitions": "6"}
+    assert flags("wirelake_heka") == {"--split-bytes": "1048576"}
 
 
 def test_several_suites_and_data_root_options(tmp_path, monkeypatch_module):

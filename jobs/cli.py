@@ -99,15 +99,16 @@ def own_session(app_name: str) -> Iterator[Callable[[], SparkSession]]:
 
 
 Args = TypeVar("Args")  # a job's resolved arguments: anything with `source` and `date`
+Report = TypeVar("Report")  # what a job's run returns: its report
 
 
 def run_job(
     name: str,
     args: Args,
     spark: SparkSession | None,
-    run: Callable[[SparkSession, Args], dict],
+    run: Callable[[SparkSession, Args], Report],
     prepare: Callable[[], object] = lambda: None,
-) -> dict | None:
+) -> Report | None:
     """`prepare()`, then `run(spark, args)` in the given session, or in its own one that it
     stops after; None (with the reason logged) when the run failed. An I/O or Spark error
     exits with EXIT_TRANSIENT, so that Airflow retries it. `prepare` is work that needs no

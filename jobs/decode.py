@@ -63,14 +63,17 @@ from jobs.decode_settings import (
     ERROR_POLICIES,
     GATES,
 )
-from jobs.parts import (
-    QUARANTINE,
-    SHOWN_BAD_FRAMES,
+from jobs.parts import QUARANTINE, SHOWN_BAD_FRAMES, decode_units, find_splits, output_tables
+from jobs.units import (
+    ACCOUNTING_COUNTS,
+    COUNTS,
+    DataFile,
+    FileReport,
+    FileSplits,
+    Totals,
     Unit,
+    UnitReport,
     Work,
-    decode_units,
-    find_splits,
-    output_tables,
     part_name,
 )
 from wirecodecs import FileAccounting, WireFormat
@@ -81,15 +84,6 @@ log = logging.getLogger("wirelake.decode")
 SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a path segment; "_" is reserved
 TARGET_PARTITION_BYTES = 128 << 20
 SPLIT_BYTES = DEFAULT_SPLIT_BYTES  # files above this are cut into ranges of about this size
-COUNTS = [f.name for f in dataclasses.fields(FileAccounting) if f.type == "int"]
-COUNTS += ["rows", "quarantine_items"]
-
-
-@dataclasses.dataclass(frozen=True)
-class DataFile:
-    uri: str  # what the decoder, lineage columns and the manifest name the file by
-    path: str  # the same file inside the landing filesystem
-    size: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,13 +277,6 @@ def default_partitions(spark: SparkSession, items: list[DataFile] | list[Unit]) 
     return max(2 * spark.sparkContext.defaultParallelism, -(-total // TARGET_PARTITION_BYTES))
 
 
-def boundaries(size: int, split_bytes: int) -> list[int]:
-    """Where a file of `size` bytes would be cut into equal ranges of at most
-    `split_bytes` (none when it is not larger)."""
-    ranges = -(-size // split_bytes)
-    return [size * k // ranges for k in range(1, ranges)]
-
-
 def find_split_points(
     spark: SparkSession,
     files: list[DataFile],
@@ -297,40 +284,35 @@ def find_split_points(
     work: Work,
     split_bytes: int,
     partitions: int,
-) -> dict[str, dict]:
-    """uri -> where the file may be cut ("points": [(offset, shifts)]) and what the format
-    checked ("checks"), found by executors (they read the files); {} for a format that
-    decodes files whole."""
+) -> dict[str, FileSplits]:
+    """uri -> where the file may be cut and what the format checked, found by executors
+    (they read the files) for each file as a whole-file unit; {} for a format that decodes
+    files whole."""
     if fmt.split is None or not files:
         return {}
-    groups = [
-        [(file.uri, file.path, file.size, boundaries(file.size, split_bytes)) for file in group]
-        for group in group_by_size(files, partitions)
-    ]
+    units = [Unit.whole(index, file) for index, file in enumerate(files)]
+    groups = group_by_size(units, partitions)
     found = (
         spark.sparkContext.parallelize(groups, len(groups))
-        .mapPartitions(lambda groups: find_splits((f for g in groups for f in g), work))
+        .mapPartitions(lambda parts: find_splits((u for g in parts for u in g), work, split_bytes))
         .collect()
     )
-    return {entry["uri"]: entry for entry in found}
+    return {splits.uri: splits for splits in found}
 
 
-def plan_units(files: list[DataFile], splits: Mapping[str, dict]) -> list[Unit]:
+def plan_units(files: list[DataFile], splits: Mapping[str, FileSplits]) -> list[Unit]:
     """Every file as work units: whole, or one per range between its split points; numbered
     in file order (the numbers name the part files, so a rerun writes the same names)."""
     units: list[Unit] = []
     for file in sorted(files, key=lambda file: file.uri):
-        starts = [(0, {}), *splits.get(file.uri, {}).get("points", [])]
-        ends = [offset for offset, _ in starts[1:]]
-        for (start, shifts), end in zip(starts, [*ends, None], strict=True):
-            size = (file.size if end is None else end) - start
-            units.append(Unit(len(units), file.uri, file.path, size, start, end is None, shifts))
+        found = splits.get(file.uri)
+        units += Unit.whole(0, file).ranges(found.points if found else [], len(units))
     return units
 
 
 def decode_units_on_executors(
     spark: SparkSession, units: list[list[Unit]], work: Work
-) -> list[dict]:
+) -> list[UnitReport]:
     """Every unit decoded once and written to its run folders by an executor, one Spark partition
     per group; the units' reports (accounting, first bad frames), in unit order."""
     if not units:
@@ -340,46 +322,51 @@ def decode_units_on_executors(
         .mapPartitions(lambda groups: decode_units((u for g in groups for u in g), work))
         .collect()
     )
-    return sorted(reports, key=lambda report: report["unit"])
+    return sorted(reports, key=lambda report: report.unit)
 
 
-def split_failure(ranges: list[Unit], accounts: list[dict]) -> str | None:
+def split_failure(ranges: list[Unit], reports: list[UnitReport]) -> str | None:
     """Why a file's ranges, decoded apart, may not read as its whole decode (None: they
     do). Every range but the last must end with `eof`: one that ends with a truncated
     tail or a quarantined rest was cut inside a frame, at a split point that was no frame
     start of the whole file's walk. The last range may end otherwise, like the file, but
     only after a good frame: a decoder may tell a cut tail from garbage by the last good
     frame before it (Kafka's offsets), which a range without one does not have."""
+    accounts = [report.accounting for report in reports]
     for number, (unit, account) in enumerate(zip(ranges[:-1], accounts, strict=False), 1):
-        if account["stop_reason"] != "eof":
+        if account.stop_reason != "eof":
             return (
                 f"range {number} of {len(ranges)} (bytes {unit.start}-{unit.start + unit.size}) "
-                f"ended with {account['stop_reason']}"
+                f"ended with {account.stop_reason}"
             )
     last = accounts[-1]
-    if last["stop_reason"] != "eof" and not last["frames_good"]:
+    if last.stop_reason != "eof" and not last.frames_good:
         return (
-            f"the last range (from byte {ranges[-1].start}) ended with {last['stop_reason']} "
+            f"the last range (from byte {ranges[-1].start}) ended with {last.stop_reason} "
             "without a good frame"
         )
     return None
 
 
-def combined(reports: list[dict]) -> dict:
+def combined(reports: list[UnitReport]) -> FileReport:
     """A file's units' reports (its ranges, in file order) as the report of the file."""
-    accounting = dict(reports[0]["accounting"])
+    first = reports[0]
+    accounting = dataclasses.replace(first.accounting)
     for report in reports[1:]:
-        other = report["accounting"]
-        for key in COUNTS:
-            accounting[key] += other[key]
-        accounting["table_rows"] = {
-            table: rows + other["table_rows"][table]
-            for table, rows in accounting["table_rows"].items()
-        }
-    accounting["stop_reason"] = reports[-1]["accounting"]["stop_reason"]
-    first_bad = [bad for report in reports for bad in report["first_bad"]]
-    figures = metrics.merge(report["figures"] for report in reports)
-    return {"accounting": accounting, "first_bad": first_bad[:SHOWN_BAD_FRAMES], "figures": figures}
+        for key in ACCOUNTING_COUNTS:
+            setattr(accounting, key, getattr(accounting, key) + getattr(report.accounting, key))
+    accounting.stop_reason = reports[-1].accounting.stop_reason
+    return FileReport(
+        accounting,
+        rows=sum(report.rows for report in reports),
+        quarantine_items=sum(report.quarantine_items for report in reports),
+        table_rows={
+            table: sum(report.table_rows[table] for report in reports) for table in first.table_rows
+        },
+        first_bad=[bad for report in reports for bad in report.first_bad][:SHOWN_BAD_FRAMES],
+        figures=metrics.merge(report.figures for report in reports),
+        ranges=len(reports),
+    )
 
 
 def remove_parts(run_dirs: Mapping[str | None, str], units: Iterable[Unit]) -> None:
@@ -395,7 +382,7 @@ def decode_files(
     splits: Mapping[str, dict],
     work: Work,
     partitions: int,
-) -> tuple[list[dict], dict]:
+) -> tuple[list[FileReport], UnitFigures]:
     """Every file decoded once into the run's folders, whole or in ranges (a file whose
     ranges do not fit together decoded again whole, see `split_failure`): one report per
     file, in file order, its accounting with the `ranges` it was decoded in and why it was
@@ -403,14 +390,14 @@ def decode_files(
     units = plan_units(files, splits)
     groups = group_by_size(units, partitions)
     log.info("decoding %d unit(s) in %d partition(s)", len(units), len(groups))
-    reports = {report["unit"]: report for report in decode_units_on_executors(spark, groups, work)}
+    reports = {report.unit: report for report in decode_units_on_executors(spark, groups, work)}
     by_file: dict[str, list[Unit]] = collections.defaultdict(list)
     for unit in units:
         by_file[unit.uri].append(unit)
     failures = {}
     for uri, ranges in by_file.items():
-        accounts = [reports[unit.index]["accounting"] for unit in ranges]
-        if len(ranges) > 1 and (reason := split_failure(ranges, accounts)) is not None:
+        unit_reports = [reports[unit.index] for unit in ranges]
+        if len(ranges) > 1 and (reason := split_failure(ranges, unit_reports)) is not None:
             failures[uri] = reason
     again = []
     for uri, reason in failures.items():
@@ -419,104 +406,107 @@ def decode_files(
         remove_parts(work.run_dirs, ranges)
         again.append(Unit(ranges[0].index, uri, ranges[0].path, sum(u.size for u in ranges)))
     redone = {
-        report["accounting"]["source"]: report
+        report.accounting.source: report
         for report in decode_units_on_executors(spark, group_by_size(again, len(groups)), work)
     }
     files_reports = []
     for uri, ranges in sorted(by_file.items()):
-        whole = uri in redone
-        report = redone[uri] if whole else combined([reports[unit.index] for unit in ranges])
-        report["accounting"]["ranges"] = 1 if whole else len(ranges)
-        report["accounting"]["split_fallback"] = failures.get(uri)
-        report["accounting"].update(splits.get(uri, {}).get("checks", {}))
+        report = combined([redone[uri]] if uri in redone else [reports[u.index] for u in ranges])
+        report.split_fallback = failures.get(uri)
+        found = splits.get(uri)
+        report.checks = dict(found.checks) if found else {}
         files_reports.append(report)
-    figures = {
-        "units": len(units) + len(again),
-        "partitions": len(groups),
-        "split_files": sum(len(ranges) > 1 for ranges in by_file.values()),
-        "split_fallback_files": len(again),
-    }
+    figures = UnitFigures(
+        units=len(units) + len(again),
+        partitions=len(groups),
+        split_files=sum(len(ranges) > 1 for ranges in by_file.values()),
+        split_fallback_files=len(again),
+    )
     return files_reports, figures
 
 
 # --- transform ----------------------------------------------------------------------
 
 
-def check_accounting(accounts: list[dict], files: list[DataFile]) -> None:
+def check_accounting(reports: list[FileReport], files: list[DataFile]) -> None:
     """Every planned file was decoded once, and every byte of it is accounted for."""
     sizes = {file.uri: file.size for file in files}
-    decoded = collections.Counter(entry["source"] for entry in accounts)
+    decoded = collections.Counter(report.accounting.source for report in reports)
     problems = [f"{uri}: not decoded" for uri in sorted(set(sizes) - set(decoded))]
     problems += [f"{uri}: decoded {n} times" for uri, n in sorted(decoded.items()) if n > 1]
-    fields = {f.name for f in dataclasses.fields(FileAccounting)}
-    for entry in accounts:
-        accounting = FileAccounting(**{key: entry[key] for key in fields})
+    for report in reports:
+        accounting = report.accounting
         if not accounting.balanced or accounting.bytes_total != sizes.get(accounting.source):
+            counts = {key: report.count(key) for key in COUNTS if "bytes" in key}
             problems.append(
                 f"{accounting.source}: listed {sizes.get(accounting.source)} bytes, "
-                f"accounting {json.dumps({key: entry[key] for key in COUNTS if 'bytes' in key})}"
+                f"accounting {json.dumps(counts)}"
             )
     if problems:
         raise JobFailed("byte accounting does not balance:\n  " + "\n  ".join(problems))
 
 
-def summarise(accounts: list[dict], tables: Iterable[str] = ()) -> dict:
-    """Run totals over the per-file accounting (`tables`: the format's companion tables)."""
-    totals = {key: sum(entry[key] for entry in accounts) for key in COUNTS}
-    totals["files"] = len(accounts)
-    totals["truncated_tail_files"] = sum(1 for entry in accounts if entry["bytes_truncated_tail"])
-    totals["table_rows"] = {
-        table: sum(entry["table_rows"][table] for entry in accounts) for table in tables
-    }
-    totals["error_rate"] = max(
-        _rate(totals["frames_bad"], totals["frames_good"]),
-        _rate(totals["payloads_bad"], totals["payloads_good"]),
+def summarise(reports: list[FileReport], tables: Iterable[str] = ()) -> Totals:
+    """Run totals over the files' reports (`tables`: the format's companion tables)."""
+    accounting = FileAccounting(source="", format="")
+    for key in ACCOUNTING_COUNTS:
+        setattr(accounting, key, sum(getattr(report.accounting, key) for report in reports))
+    bad_bytes = accounting.bytes_total - accounting.bytes_decoded
+    return Totals(
+        accounting,
+        rows=sum(report.rows for report in reports),
+        quarantine_items=sum(report.quarantine_items for report in reports),
+        table_rows={table: sum(report.table_rows[table] for report in reports) for table in tables},
+        files=len(reports),
+        truncated_tail_files=sum(1 for report in reports if report.accounting.bytes_truncated_tail),
+        error_rate=max(
+            _rate(accounting.frames_bad, accounting.frames_good),
+            _rate(accounting.payloads_bad, accounting.payloads_good),
+        ),
+        bad_bytes=bad_bytes,
+        bad_byte_rate=_rate(bad_bytes, accounting.bytes_decoded),
     )
-    totals["bad_bytes"] = totals["bytes_total"] - totals["bytes_decoded"]
-    totals["bad_byte_rate"] = _rate(totals["bad_bytes"], totals["bytes_decoded"])
-    return totals
 
 
 def _rate(bad: int, good: int) -> float:
     return bad / (bad + good) if bad + good else 0.0
 
 
-def check_policy(reports: list[dict], totals: dict, job: DecodeRun) -> None:
+def check_policy(reports: list[FileReport], totals: Totals, job: DecodeRun) -> None:
     """Fail the run when the error policy or a gate says so."""
-    payloads = totals["payloads_good"] + totals["payloads_bad"]
-    carried = f"; {totals['payloads_bad']} of {payloads} payloads" if payloads else ""
-    if job.error_policy == "fail" and (totals["frames_bad"] or totals["payloads_bad"]):
-        reason = f"error policy 'fail' and {totals['frames_bad']} bad frame(s){carried}"
-    elif totals["error_rate"] > job.max_error_rate:
+    sums = totals.accounting
+    payloads = sums.payloads_good + sums.payloads_bad
+    carried = f"; {sums.payloads_bad} of {payloads} payloads" if payloads else ""
+    if job.error_policy == "fail" and (sums.frames_bad or sums.payloads_bad):
+        reason = f"error policy 'fail' and {sums.frames_bad} bad frame(s){carried}"
+    elif totals.error_rate > job.max_error_rate:
         reason = (
-            f"error rate {totals['error_rate']:.4%} ({totals['frames_bad']} of "
-            f"{totals['frames_good'] + totals['frames_bad']} frames{carried}) is above "
+            f"error rate {totals.error_rate:.4%} ({sums.frames_bad} of "
+            f"{sums.frames_good + sums.frames_bad} frames{carried}) is above "
             f"--max-error-rate {job.max_error_rate:.4%}"
         )
-    elif totals["bad_byte_rate"] > job.max_bad_byte_rate:
+    elif totals.bad_byte_rate > job.max_bad_byte_rate:
         reason = (
-            f"bad-byte rate {totals['bad_byte_rate']:.4%} ({totals['bad_bytes']} of "
-            f"{totals['bytes_total']} bytes not decoded: {totals['bytes_quarantined']} "
-            f"quarantined, {totals['bytes_skipped']} skipped, {totals['bytes_truncated_tail']} "
+            f"bad-byte rate {totals.bad_byte_rate:.4%} ({totals.bad_bytes} of "
+            f"{sums.bytes_total} bytes not decoded: {sums.bytes_quarantined} "
+            f"quarantined, {sums.bytes_skipped} skipped, {sums.bytes_truncated_tail} "
             f"in truncated tails) is above --max-bad-byte-rate {job.max_bad_byte_rate:.4%}"
         )
     else:
         return
-    accounts = [report["accounting"] for report in reports]
+    accounts = [report.accounting for report in reports]
     files = [
-        f"{e['source']}: {e['frames_bad']} bad frame(s), {e['payloads_bad']} bad payload(s), "
-        f"{e['bytes_total'] - e['bytes_decoded']} of {e['bytes_total']} bytes not decoded "
-        f"(stop: {e['stop_reason']})"
+        f"{e.source}: {e.frames_bad} bad frame(s), {e.payloads_bad} bad payload(s), "
+        f"{e.bytes_total - e.bytes_decoded} of {e.bytes_total} bytes not decoded "
+        f"(stop: {e.stop_reason})"
         for e in accounts
-        if e["frames_bad"] or e["payloads_bad"] or e["bytes_total"] > e["bytes_decoded"]
+        if e.frames_bad or e.payloads_bad or e.bytes_total > e.bytes_decoded
     ]
     first = sorted(
-        (bad for report in reports for bad in report["first_bad"]),
-        key=lambda bad: (bad["source_file"], bad["byte_offset"]),
+        (bad for report in reports for bad in report.first_bad),
+        key=lambda bad: (bad.source_file, bad.byte_offset),
     )[:SHOWN_BAD_FRAMES]
-    frames = [
-        f"{b['source_file']}@{b['byte_offset']} {b['error_kind']}: {b['detail']}" for b in first
-    ]
+    frames = [str(bad) for bad in first]
     raise JobFailed(
         f"{reason}; nothing written.\n  files:\n    "
         + "\n    ".join(files)
@@ -566,49 +556,76 @@ def vacuum(tables: Iterable[str], retention_hours: float) -> None:
             log.info("vacuum %s: deleted %d file(s) of replaced runs", table, len(deleted))
 
 
-def build_manifest(
-    job: DecodeRun,
-    accounts: list[dict],
-    totals: dict,
-    listing: Listing,
-    run: dict,
-    versions: Mapping[str, int | None],
-) -> dict:
-    return {
-        "source": job.source,
-        "format": job.fmt.name,
-        "envelope": job.envelope,
-        "payload": job.payload,
-        "dt": job.date.isoformat(),
-        "landing": job.landing,
-        "error_policy": job.error_policy,
-        "max_error_rate": job.max_error_rate,
-        "max_bad_byte_rate": job.max_bad_byte_rate,
-        "split_bytes": job.split_bytes,
-        "options": to_json(job.options),
-        "outputs": {
-            "rows": layout.table_dir(job.warehouse, job.source),
-            "quarantine": None
-            if job.error_policy == "skip"
-            else layout.quarantine_table_dir(job.warehouse, job.source),
-            "tables": {
-                table: layout.table_dir(job.warehouse, layout.table_name(job.source, table))
-                for table in job.fmt.tables
+@dataclasses.dataclass(frozen=True)
+class UnitFigures:
+    """How a run's files were decoded: units (ranges and whole files decoded again), Spark
+    partitions, files cut into ranges, and those decoded whole again."""
+
+    units: int
+    partitions: int
+    split_files: int
+    split_fallback_files: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFigures(UnitFigures):
+    """When and how long the run ran, in which Spark application, and its units."""
+
+    started_at: str
+    elapsed_seconds: float
+    commit_seconds: float
+    spark_application_id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeReport:
+    """A run that committed: what `run` returns, written as the run manifest
+    (`manifest()`, the JSON document the validate job, the report and readers read)."""
+
+    job: DecodeRun
+    files: list[FileReport]
+    totals: Totals
+    ignored: list[dict]  # Listing.ignored
+    run: RunFigures
+    versions: Mapping[str, int | None]  # table -> the version its commit made
+
+    def manifest(self) -> dict:
+        job = self.job
+        return {
+            "source": job.source,
+            "format": job.fmt.name,
+            "envelope": job.envelope,
+            "payload": job.payload,
+            "dt": job.date.isoformat(),
+            "landing": job.landing,
+            "error_policy": job.error_policy,
+            "max_error_rate": job.max_error_rate,
+            "max_bad_byte_rate": job.max_bad_byte_rate,
+            "split_bytes": job.split_bytes,
+            "options": to_json(job.options),
+            "outputs": {
+                "rows": layout.table_dir(job.warehouse, job.source),
+                "quarantine": None
+                if job.error_policy == "skip"
+                else layout.quarantine_table_dir(job.warehouse, job.source),
+                "tables": {
+                    table: layout.table_dir(job.warehouse, layout.table_name(job.source, table))
+                    for table in job.fmt.tables
+                },
+                "versions": dict(self.versions),
             },
-            "versions": versions,
-        },
-        "run": run,
-        "totals": totals,
-        "files": accounts,
-        "ignored_files": listing.ignored,
-    }
+            "run": dataclasses.asdict(self.run),
+            "totals": self.totals.to_dict(),
+            "files": [report.to_dict() for report in self.files],
+            "ignored_files": self.ignored,
+        }
 
 
 # --- the run ------------------------------------------------------------------------
 
 
-def run(spark: SparkSession, job: DecodeRun) -> dict:
-    """Decode, check, write; returns the manifest written. Raises JobFailed."""
+def run(spark: SparkSession, job: DecodeRun) -> DecodeReport:
+    """Decode, check, write; returns the report written as the manifest. Raises JobFailed."""
     started_at, started = dt.datetime.now(dt.UTC), time.monotonic()
     fmt = job.fmt
     manifest_path = layout.manifest_path(job.warehouse, job.source, job.date)
@@ -644,21 +661,20 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
     try:
         splits = find_split_points(spark, listing.files, fmt, work, job.split_bytes, partitions)
         for uri, found in splits.items():
-            for name, check in found["checks"].items():
+            for name, check in found.checks.items():
                 if check.get("mismatches"):
                     log.warning("%s: %s found %d mismatch(es)", uri, name, check["mismatches"])
         reports, figures = decode_files(spark, listing.files, splits, work, partitions)
-        accounts = [report["accounting"] for report in reports]
-        check_accounting(accounts, listing.files)
-        totals = summarise(accounts, fmt.tables)
+        check_accounting(reports, listing.files)
+        totals = summarise(reports, fmt.tables)
         log.info(
             "decoded %d file(s): %d rows, %d quarantined frame(s), error rate %.4f%%, "
             "bad-byte rate %.4f%%",
-            totals["files"],
-            totals["rows"],
-            totals["quarantine_items"],
-            100 * totals["error_rate"],
-            100 * totals["bad_byte_rate"],
+            totals.files,
+            totals.rows,
+            totals.quarantine_items,
+            100 * totals.error_rate,
+            100 * totals.bad_byte_rate,
         )
         check_policy(reports, totals, job)
     except BaseException as exc:
@@ -671,40 +687,41 @@ def run(spark: SparkSession, job: DecodeRun) -> dict:
     # readable, whichever commits below succeed.
     committing = time.monotonic()
     versions = commit(tables, run_dirs, job.date)
-    run_info = {
-        "started_at": started_at.isoformat(),
-        "elapsed_seconds": round(time.monotonic() - started, 3),
-        "commit_seconds": round(time.monotonic() - committing, 3),
-        "spark_application_id": spark.sparkContext.applicationId,
-        **figures,
-    }
-    manifest = build_manifest(job, accounts, totals, listing, run_info, versions)
-    figures = metrics.merge(report["figures"] for report in reports)
+    run_figures = RunFigures(
+        **dataclasses.asdict(figures),
+        started_at=started_at.isoformat(),
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        commit_seconds=round(time.monotonic() - committing, 3),
+        spark_application_id=spark.sparkContext.applicationId,
+    )
+    report = DecodeReport(job, reports, totals, listing.ignored, run_figures, versions)
+    manifest = report.manifest()
+    figures = metrics.merge(file.figures for file in reports)
     metrics.record_decode(job.warehouse, manifest, figures, manifest_path)
     storage.write_json(manifest_path, manifest)
     vacuum(tables.values(), job.retention_hours)
-    return manifest
+    return report
 
 
-def summary_line(manifest: dict) -> str:
-    totals = manifest["totals"]
+def summary_line(report: DecodeReport) -> str:
+    totals = report.totals
     return (
-        f"decode {manifest['source']} dt={manifest['dt']}: files={totals['files']} "
-        f"bytes={totals['bytes_total']} rows={totals['rows']} "
-        f"quarantined={totals['quarantine_items']} "
-        + "".join(f"{table}_rows={rows} " for table, rows in totals["table_rows"].items())
-        + f"truncated_tails={totals['truncated_tail_files']} "
-        f"error_rate={totals['error_rate']:.4%} bad_byte_rate={totals['bad_byte_rate']:.4%} "
-        f"elapsed={manifest['run']['elapsed_seconds']:.1f}s"
+        f"decode {report.job.source} dt={report.job.date.isoformat()}: files={totals.files} "
+        f"bytes={totals.accounting.bytes_total} rows={totals.rows} "
+        f"quarantined={totals.quarantine_items} "
+        + "".join(f"{table}_rows={rows} " for table, rows in totals.table_rows.items())
+        + f"truncated_tails={totals.truncated_tail_files} "
+        f"error_rate={totals.error_rate:.4%} bad_byte_rate={totals.bad_byte_rate:.4%} "
+        f"elapsed={report.run.elapsed_seconds:.1f}s"
     )
 
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     setup_logging()
-    manifest = run_job("decode", parse_args(argv), spark, run)
-    if manifest is None:
+    report = run_job("decode", parse_args(argv), spark, run)
+    if report is None:
         return EXIT_FAILED
-    print(summary_line(manifest))
+    print(summary_line(report))
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ A work unit is a whole file, or a byte range of one that starts at a frame (the 
 stream of its own bytes, through the same decoder): the decoder's row batches go into one
 pyarrow ParquetWriter per table in the run's folders (never through Spark rows,
 which cost several times the decode), its quarantined frames into the quarantine table's,
-and the unit's accounting travels back to the driver as one small dict. A range's rows and
+and the unit's accounting travels back to the driver as one small `UnitReport`. A range's rows and
 quarantined frames have their file offsets (and the format's file-wide counts) moved by
 where the range starts, so that they read as the whole file's. The driver then checks the
 accounting and the gates and either moves the staged partitions into place or deletes
@@ -17,7 +17,6 @@ driver state.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import io
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,9 +30,9 @@ from pyarrow import fs as pafs
 import wirecodecs
 from jobs import layout, storage
 from jobs.metrics import PartFigures
+from jobs.units import BadFrame, FileSplits, Unit, UnitReport, Work, part_name
 from wirecodecs import FileAccounting, Quarantined, WireFormat
-from wirecodecs.options import Resolved
-from wirecodecs.registry import TableRows
+from wirecodecs.registry import SplitPoint, TableRows
 
 STREAM_BUFFER_BYTES = 1 << 20  # read-ahead of remote streams; the decoder bounds the rest
 SPLIT_READ_BYTES = 64 << 10  # what a split finder's small reads are served from
@@ -64,44 +63,17 @@ def output_tables(warehouse: str, source: str, companions: Iterable[str]) -> dic
     return tables
 
 
-@dataclasses.dataclass(frozen=True)
-class Unit:
-    """A file, or a range of one, to decode: `uri` is what lineage columns and the manifest
-    name the file by, `path` the same file inside the landing filesystem."""
-
-    index: int  # names the unit's part files, so reruns write the same names
-    uri: str
-    path: str
-    size: int  # bytes to decode (as listed, when the unit reads to the end of the file)
-    start: int = 0  # where they start in the file: added to the rows' file offsets
-    to_end: bool = True  # the unit reads on to the end of the file, not just `size` bytes
-    shifts: Mapping[str, int] = dataclasses.field(default_factory=dict)  # SplitPoint.shifts
+def boundaries(size: int, split_bytes: int) -> list[int]:
+    """Where a file of `size` bytes would be cut into equal ranges of at most
+    `split_bytes` (none when it is not larger)."""
+    ranges = -(-size // split_bytes)
+    return [size * k // ranges for k in range(1, ranges)]
 
 
-def part_name(index: int) -> str:
-    """The file name of unit `index`'s part in each run folder."""
-    return f"part-{index:05d}.parquet"
-
-
-@dataclasses.dataclass(frozen=True)
-class Work:
-    """What every unit of a run shares: the format, its options (checked on the driver) and
-    row schema, and where parts go (table key -> the run's folder in the table's partition;
-    None for the main table, a companion table's name, or QUARANTINE; a missing key is not
-    written)."""
-
-    envelope: str
-    payload: str
-    options: Resolved
-    row_schema: pa.Schema
-    landing: pafs.FileSystem
-    run_dirs: Mapping[str | None, str]
-    day: dt.date | None = None  # the run's day: event times are counted by its hours
-
-
-def find_splits(files: Iterable[tuple[str, str, int, list[int]]], work: Work) -> Iterator[dict]:
-    """mapPartitions function: for each (uri, path, size, boundaries) of a file, where the
-    format says it may be cut (`WireFormat.split`) and what it checked on the way."""
+def find_splits(units: Iterable[Unit], work: Work, split_bytes: int) -> Iterator[FileSplits]:
+    """mapPartitions function: for each whole-file unit, where the format says the file may
+    be cut into ranges of about `split_bytes` (`WireFormat.split`) and what it checked on
+    the way."""
     fmt = wirecodecs.source_format(work.envelope, work.payload)
 
     def open_file(path: str) -> BinaryIO:
@@ -109,19 +81,22 @@ def find_splits(files: Iterable[tuple[str, str, int, list[int]]], work: Work) ->
             raise FileNotFoundError(path)
         return io.BufferedReader(work.landing.open_input_file(path), SPLIT_READ_BYTES)
 
-    for uri, path, size, boundaries in files:
+    for unit in units:
+        cuts = boundaries(unit.size, split_bytes)
         try:
-            splits = fmt.split(open_file, path, size, boundaries, work.options)
+            splits = fmt.split(open_file, unit.path, unit.size, cuts, work.options)
         except Exception as exc:  # an I/O failure or a finder bug: name the file
-            raise RuntimeError(f"{fmt.name}: finding split points in {uri} failed: {exc}") from exc
-        offsets = [0, *(point.offset for point in splits.points), size]
+            raise RuntimeError(
+                f"{fmt.name}: finding split points in {unit.uri} failed: {exc}"
+            ) from exc
+        offsets = [0, *(point.offset for point in splits.points), unit.size]
         if any(a >= b for a, b in itertools.pairwise(offsets)):
-            raise ValueError(f"{fmt.name}: split points of {uri} do not increase inside it")
-        points = [(point.offset, dict(point.shifts)) for point in splits.points]
-        yield {"uri": uri, "points": points, "checks": dict(splits.checks)}
+            raise ValueError(f"{fmt.name}: split points of {unit.uri} do not increase inside it")
+        points = [SplitPoint(point.offset, dict(point.shifts)) for point in splits.points]
+        yield FileSplits(unit.uri, points, dict(splits.checks))
 
 
-def decode_units(units: Iterable[Unit], work: Work) -> Iterator[dict]:
+def decode_units(units: Iterable[Unit], work: Work) -> Iterator[UnitReport]:
     """mapPartitions function: each unit of the partition decoded and written in turn."""
     fmt = wirecodecs.source_format(work.envelope, work.payload)
     for unit in units:
@@ -155,11 +130,18 @@ class _Parts:
             writer.close()
 
 
-def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
-    """Stream one unit through the decoder into its parts; its accounting as a dict."""
+def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> UnitReport:
+    """Stream one unit through the decoder into its parts; what it decoded and wrote."""
     accounting = FileAccounting(source=unit.uri, format=fmt.name)
-    counts = {"rows": 0, "quarantine_items": 0, "table_rows": dict.fromkeys(fmt.tables, 0)}
-    first_bad: list[dict] = []
+    report = UnitReport(
+        accounting,
+        rows=0,
+        quarantine_items=0,
+        table_rows=dict.fromkeys(fmt.tables, 0),
+        unit=unit.index,
+        first_bad=[],
+        figures={},
+    )
     bad: list[Quarantined] = []
     parts = _Parts(unit, work.run_dirs)
     figures = PartFigures(work.day)  # the unit's share of the day's metrics (jobs.metrics)
@@ -170,33 +152,29 @@ def decode_unit(fmt: WireFormat, unit: Unit, work: Work) -> dict:
                 if shifts:
                     item = _shifted(item, shifts)
                 if isinstance(item, Quarantined):
-                    counts["quarantine_items"] += 1
+                    report.quarantine_items += 1
                     figures.quarantined(item.source, item.byte_offset, item.kind)
-                    if len(first_bad) < SHOWN_BAD_FRAMES:
-                        first_bad.append(_described(item))
+                    if len(report.first_bad) < SHOWN_BAD_FRAMES:
+                        report.first_bad.append(_described(item))
                     bad.append(item)
                     if len(bad) >= QUARANTINE_FLUSH:
                         parts.write(QUARANTINE, _quarantine_batch(bad, fmt.name))
                         bad.clear()
                 elif isinstance(item, TableRows):
                     _check_schema(item.batch, fmt.tables.get(item.table), item.table)
-                    counts["table_rows"][item.table] += item.batch.num_rows
+                    report.table_rows[item.table] += item.batch.num_rows
                     figures.rows(item.table, item.batch)
                     parts.write(item.table, item.batch)
                 else:
                     _check_schema(item, work.row_schema, None)
-                    counts["rows"] += item.num_rows
+                    report.rows += item.num_rows
                     figures.rows(None, item)
                     parts.write(None, item)
         parts.write(QUARANTINE, _quarantine_batch(bad, fmt.name))
     finally:
         parts.close()
-    return {
-        "unit": unit.index,
-        "accounting": {**accounting.to_dict(), **counts},
-        "first_bad": first_bad,
-        "figures": figures.figures,
-    }
+    report.figures = figures.figures
+    return report
 
 
 def _open(unit: Unit, landing: pafs.FileSystem) -> BinaryIO:
@@ -258,13 +236,8 @@ def _check_schema(batch: pa.RecordBatch, expected: pa.Schema | None, table: str 
         )
 
 
-def _described(item: Quarantined) -> dict:
-    return {
-        "source_file": item.source,
-        "byte_offset": item.byte_offset,
-        "error_kind": item.kind,
-        "detail": item.detail,
-    }
+def _described(item: Quarantined) -> BadFrame:
+    return BadFrame(item.source, item.byte_offset, item.kind, item.detail)
 
 
 def _quarantine_batch(items: list[Quarantined], format_name: str) -> pa.RecordBatch:

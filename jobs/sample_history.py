@@ -19,7 +19,8 @@ from pyarrow import fs as pafs
 import wirecodecs
 from jobs import lake, layout, metrics, storage
 from jobs.decode_settings import with_data_root
-from jobs.parts import QUARANTINE, Unit, Work, decode_unit, output_tables
+from jobs.parts import QUARANTINE, decode_unit, output_tables
+from jobs.units import COUNTS, Unit, Work
 from wirecodecs import samples
 from wirecodecs.options import resolve
 
@@ -65,9 +66,8 @@ def decode_day(
         decode_unit(fmt, Unit(index, str(path), str(path), path.stat().st_size), work)
         for index, path in enumerate(data_files(landing, fmt))
     ]
-    accounts = [report["accounting"] for report in reports]
-    counts = [key for key, value in accounts[0].items() if isinstance(value, int)]
-    totals = {key: sum(account[key] for account in accounts) for key in counts}
+    accounts = [report.to_dict() for report in reports]
+    totals = {key: sum(report.count(key) for report in reports) for key in COUNTS}
     totals["files"] = len(accounts)
     totals["table_rows"] = {t: sum(a["table_rows"][t] for a in accounts) for t in fmt.tables}
     bad = totals["bytes_total"] - totals["bytes_decoded"]
@@ -84,7 +84,7 @@ def decode_day(
     }
     lake.replace_days(tables, run_dirs, day)
     location = layout.manifest_path(warehouse, source, day)
-    figures = metrics.merge(report["figures"] for report in reports)
+    figures = metrics.merge(report.figures for report in reports)
     metrics.record_decode(warehouse, manifest, figures, location)
     storage.write_json(location, manifest)
     return manifest

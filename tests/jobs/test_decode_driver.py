@@ -6,13 +6,13 @@ import pytest
 
 from jobs.cli import JobFailed
 from jobs.decode import (
-    DataFile,
     check_accounting,
     group_by_size,
     list_landing,
     parse_args,
     summarise,
 )
+from jobs.units import DataFile, FileReport
 from wirecodecs import FileAccounting, get
 
 DATE = "2024-03-01"
@@ -147,9 +147,9 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, extra, replace, m
     assert message in capsys.readouterr().err
 
 
-def _account(source: str, total: int, **counts: int) -> dict:
-    entry = FileAccounting(source=source, format="kafka", bytes_total=total).to_dict()
-    return {**entry, "rows": 0, "quarantine_items": 0, **counts}
+def _account(source: str, total: int, **counts: int) -> FileReport:
+    accounting = FileAccounting(source=source, format="kafka", bytes_total=total, **counts)
+    return FileReport(accounting, 0, 0, {}, first_bad=[], figures={})
 
 
 def test_balanced_accounting_passes_and_sums_up():
@@ -162,9 +162,9 @@ def test_balanced_accounting_passes_and_sums_up():
     ]
     check_accounting(accounts, files)
     totals = summarise(accounts)
-    assert (totals["files"], totals["bytes_total"], totals["truncated_tail_files"]) == (2, 150, 1)
-    assert totals["error_rate"] == 1 / 5
-    assert (totals["bad_bytes"], totals["bad_byte_rate"]) == (40, 40 / 150)
+    assert (totals.files, totals.accounting.bytes_total, totals.truncated_tail_files) == (2, 150, 1)
+    assert totals.error_rate == 1 / 5
+    assert (totals.bad_bytes, totals.bad_byte_rate) == (40, 40 / 150)
 
 
 @pytest.mark.parametrize(

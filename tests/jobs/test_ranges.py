@@ -20,17 +20,12 @@ import pytest
 from jobrun import run_quietly
 
 from jobs import lake, metrics
-from jobs.decode import (
-    SPLIT_BYTES,
-    DataFile,
-    boundaries,
-    combined,
-    plan_units,
-    split_failure,
-)
-from jobs.parts import Unit
+from jobs.decode import SPLIT_BYTES, combined, plan_units, split_failure
+from jobs.parts import boundaries
+from jobs.units import BadFrame, DataFile, FileSplits, Unit, UnitReport
 from wirecodecs import FileAccounting, samples
 from wirecodecs.heka import encoder as heka_enc
+from wirecodecs.registry import SplitPoint
 
 DAY = "2026-11-20"
 SPLIT = 4096  # --split-bytes of the split runs: the sample files are 10-70 KiB
@@ -49,8 +44,8 @@ def test_boundaries_cut_a_file_into_equal_ranges_of_at_most_split_bytes():
 
 def test_units_cover_each_file_in_order_and_number_the_ranges():
     files = [_file("b", 100), _file("a", 50)]
-    points = {"b": [(30, {"packet_index": 4}), (70, {"packet_index": 9})]}
-    units = plan_units(files, {uri: {"points": found} for uri, found in points.items()})
+    points = {"b": [SplitPoint(30, {"packet_index": 4}), SplitPoint(70, {"packet_index": 9})]}
+    units = plan_units(files, {uri: FileSplits(uri, found, {}) for uri, found in points.items()})
     assert [(u.index, u.uri, u.start, u.size, u.to_end, dict(u.shifts)) for u in units] == [
         (0, "a", 0, 50, True, {}),
         (1, "b", 0, 30, False, {}),
@@ -63,9 +58,20 @@ def _file(uri: str, size: int) -> DataFile:
     return DataFile(uri, f"/landing/{uri}", size)
 
 
-def _account(stop: str = "eof", good: int = 1, **counts) -> dict:
-    entry = FileAccounting("f", "heka", frames_good=good, stop_reason=stop, **counts).to_dict()
-    return {**entry, "rows": good, "quarantine_items": 0, "table_rows": {"packets": good}}
+def _account(stop: str = "eof", good: int = 1, first_bad=(), figures=None, **counts) -> UnitReport:
+    return UnitReport(
+        FileAccounting("f", "heka", frames_good=good, stop_reason=stop, **counts),
+        rows=good,
+        quarantine_items=0,
+        table_rows={"packets": good},
+        unit=0,
+        first_bad=list(first_bad),
+        figures=figures or metrics.empty(),
+    )
+
+
+def _bad(n: int) -> BadFrame:
+    return BadFrame("f", n, "bad_crc", f"frame {n}")
 
 
 RANGES = [Unit(0, "f", "/f", 10), Unit(1, "f", "/f", 10, 10, False), Unit(2, "f", "/f", 5, 20)]
@@ -92,24 +98,14 @@ def _figures(**errors: list) -> dict:
 
 def test_a_files_ranges_add_up_to_its_accounting():
     reports = [
-        {
-            "accounting": _account(bytes_total=10, bytes_decoded=10),
-            "first_bad": [{"n": 1}],
-            "figures": _figures(bad_crc=[1, "f", 4]),
-        },
-        {
-            "accounting": _account(bytes_total=7, bytes_skipped=7, good=0),
-            "first_bad": [],
-            "figures": _figures(),
-        },
-        {
-            "accounting": _account("truncated_tail", bytes_total=5, bytes_truncated_tail=5),
-            "first_bad": [{"n": 2}],
-            "figures": _figures(bad_crc=[2, "f", 18], truncated_tail=[1, "f", 17]),
-        },
-    ]
+        _account(bytes_total=10, bytes_decoded=10, first_bad=[_bad(1)],
+                 figures=_figures(bad_crc=[1, "f", 4])),
+        _account(bytes_total=7, bytes_skipped=7, good=0, figures=_figures()),
+        _account("truncated_tail", bytes_total=5, bytes_truncated_tail=5, first_bad=[_bad(2)],
+                 figures=_figures(bad_crc=[2, "f", 18], truncated_tail=[1, "f", 17])),
+    ]  # fmt: skip
     report = combined(reports)
-    accounting = report["accounting"]
+    accounting = report.to_dict()
     assert {key: accounting[key] for key in ("bytes_total", "bytes_decoded", "bytes_skipped")} == {
         "bytes_total": 22,
         "bytes_decoded": 10,
@@ -120,10 +116,10 @@ def test_a_files_ranges_add_up_to_its_accounting():
         2,
         {"packets": 2},
     )
-    assert accounting["stop_reason"] == "truncated_tail"
-    assert report["first_bad"] == [{"n": 1}, {"n": 2}]
+    assert (accounting["stop_reason"], report.ranges) == ("truncated_tail", 3)
+    assert report.first_bad == [_bad(1), _bad(2)]
     # each error kind counted over the ranges, with its first example in the file
-    assert report["figures"]["errors"] == {"bad_crc": [3, "f", 4], "truncated_tail": [1, "f", 17]}
+    assert report.figures["errors"] == {"bad_crc": [3, "f", 4], "truncated_tail": [1, "f", 17]}
 
 
 # --- landing days -------------------------------------------------------------------------

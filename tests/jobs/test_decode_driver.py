@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 
 from jobs.cli import JobFailed
-from jobs.decode import (
-    check_accounting,
-    group_by_size,
-    list_landing,
-    parse_args,
-    summarise,
-)
+from jobs.decode_args import parse_args
+from jobs.plan import group_by_size, list_landing
 from jobs.units import DataFile, FileReport
+from jobs.verify import check_accounting, summarise
 from wirecodecs import FileAccounting, get
 
 DATE = "2024-03-01"

@@ -20,8 +20,10 @@ import pytest
 from jobrun import run_quietly
 
 from jobs import lake, metrics
-from jobs.decode import SPLIT_BYTES, combined, plan_units, split_failure
+from jobs.decode_args import SPLIT_BYTES
+from jobs.execute import combined, split_failure
 from jobs.parts import boundaries
+from jobs.plan import plan_units
 from jobs.units import BadFrame, DataFile, FileSplits, Unit, UnitReport
 from wirecodecs import FileAccounting, samples
 from wirecodecs.heka import encoder as heka_enc

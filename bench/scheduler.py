@@ -37,7 +37,7 @@ from pathlib import Path
 import sqlalchemy
 import yaml
 
-from jobs.demo import write_secrets
+from operations.demo import write_secrets
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent

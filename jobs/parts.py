@@ -10,7 +10,7 @@ and the unit's accounting travels back to the driver as one small `UnitReport`. 
 quarantined frames have their file offsets (and the format's file-wide counts) moved by
 where the range starts, so that they read as the whole file's. The driver then checks the
 accounting and the gates and either moves the staged partitions into place or deletes
-them (`jobs.decode`). Executors import this module, not the job script, so it holds no
+them (`jobs.verify`, `jobs.save`). Executors import this module, not the job script, so it holds no
 driver state.
 """
 

@@ -55,7 +55,7 @@ def demo_run(request, tmp_path_factory) -> DemoRun:
         env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps(connection)
     sources = SOURCES[request.param]
     result = subprocess.run(
-        [sys.executable, "-m", "jobs.demo", "--date", DAY.isoformat(), "--seed", str(SEED),
+        [sys.executable, "-m", "operations.demo", "--date", DAY.isoformat(), "--seed", str(SEED),
          "--sources", ",".join(sources)],
         env=env,
         capture_output=True,

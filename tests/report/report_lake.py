@@ -1,5 +1,5 @@
 """A generated lake for the report tests and its benchmark: sample days of several sources
-decoded without Spark (`jobs.sample_history`), a passing validation's metrics row per day,
+decoded without Spark (`operations.sample_history`), a passing validation's metrics row per day,
 and trouble injected on chosen days."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from jobs import layout, metrics, sample_history
+from jobs import layout, metrics
+from operations import sample_history
 from wirecodecs import samples
 
 SEED = 7  # every day of a source is the same sample but for its dates

@@ -1,5 +1,5 @@
 """The screenshot of docs/report.md: 30 sample days of every source of dags/sources.yaml
-(a different sample each day, decoded without Spark by `jobs.sample_history`, each with a
+(a different sample each day, decoded without Spark by `operations.sample_history`, each with a
 passing validation's metrics row), the last day's report rendered by headless Chromium.
 
     ./wirelake run python tests/report/screenshot.py [docs/daily-report.png]
@@ -17,8 +17,9 @@ import yaml
 from browser import render
 from PIL import Image
 
-from jobs import demo, layout, metrics, report, sample_history
+from jobs import layout, metrics, report
 from jobs.decode_settings import with_data_root
+from operations import demo, sample_history
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "dags" / "sources.yaml"

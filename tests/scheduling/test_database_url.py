@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import stack
+from operations import stack
 
 
 def test_a_password_is_never_shown():

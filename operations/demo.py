@@ -4,7 +4,7 @@ Writes a day of sample dumps with the project's own encoders, runs each source's
 that date with `airflow dags test` (landing check, spark-submit decode, spark-submit
 validate against local Spark), then prints what was produced and where, and builds the
 day's data-quality report. A few earlier sample days are decoded first without Spark
-(`jobs.sample_history`), so that the report's trends and the volume check have a past.
+(`operations.sample_history`), so that the report's trends and the volume check have a past.
 Run it as `./wirelake demo [--date YYYY-MM-DD]`, which sets up the environment first.
 """
 
@@ -23,7 +23,8 @@ from functools import partial
 from pathlib import Path
 from queue import Queue
 
-from jobs import lake, layout, report, sample_history
+from jobs import lake, layout, report
+from operations import sample_history
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent

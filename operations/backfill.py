@@ -30,7 +30,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from jobs import lake, layout, stack, storage
+from jobs import lake, layout, storage
+from operations import stack
 
 sys.path.insert(0, str(stack.ROOT / "dags"))
 from dag_factory import load_config, source_paths

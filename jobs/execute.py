@@ -24,6 +24,7 @@ from jobs.units import (
     ACCOUNTING_COUNTS,
     DataFile,
     FileReport,
+    FileSplits,
     Unit,
     UnitReport,
     Work,
@@ -113,7 +114,7 @@ def remove_parts(run_dirs: Mapping[str | None, str], units: Iterable[Unit]) -> N
 def decode_files(
     spark: SparkSession,
     files: list[DataFile],
-    splits: Mapping[str, dict],
+    splits: Mapping[str, FileSplits],
     work: Work,
     partitions: int,
 ) -> tuple[list[FileReport], UnitFigures]:

@@ -32,6 +32,9 @@ TARGET_PARTITION_BYTES = 128 << 20
 
 @dataclasses.dataclass(frozen=True)
 class Listing:
+    """The landing folder as the driver found it: the files to decode, in path order, and
+    the files set aside (they go to the manifest's `ignored_files`)."""
+
     filesystem: pafs.FileSystem
     files: list[DataFile]
     ignored: list[dict]  # {"uri", "size", "reason"} for files that hold no frames

@@ -41,7 +41,7 @@ ITEMS_PER_MESSAGE = 50
 WORDS = ["view", "buy", "cart", "home", "search", "pay", "ok", "fail", "cn", "de", "us", "web"]
 DATA_TIME = 1_790_000_000
 RECORDS_PER_BATCH = 16
-FIRST_CALL_MB = 10  # the larger file of the first-call figures: past COMPILED_AFTER_BYTES
+FIRST_CALL_MB = 10  # the larger file of the first-call figures: past WALKS["inlong"].pure_below
 
 
 def _items(rng: random.Random) -> list[bytes]:
@@ -167,7 +167,7 @@ def worker(path: str, segment: str, *, repeat: int) -> dict:
 def first_call(small: str, large: str, *, repeat: int) -> dict:
     """Inside a fresh child: seconds of the registry's first look-up, of the first and the
     second decode of a one-message file (the pure walk: the process has read less than
-    COMPILED_AFTER_BYTES), then of a larger one (the compiled walk takes over: the first
+    `WALKS["inlong"].pure_below`), then of a larger one (the compiled walk takes over: the first
     loads, or compiles, its code)."""
     del repeat
     start = time.perf_counter()

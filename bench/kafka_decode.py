@@ -8,7 +8,7 @@ per process), so that a load on the machine falls on all of them alike:
 
 * wirecodecs: the registered `kafka` decoder over an open file (streamed), every Arrow
   batch built (CRC-32C checked per batch by the decoder);
-* wirecodecs-pure: the same with WIRELAKE_PURE_PYTHON set (no compiled record walk);
+* wirecodecs-pure: the same with WIRELAKE_WALK=pure (no compiled record walk);
 * kafka-python (uncompressed segments only: it is the slowest by far) and aiokafka (its
   C extension reader): `MemoryRecords` over the file's bytes (they need them all in
   memory), `batch.validate_crc()` per batch, and key, value, headers, offset and
@@ -100,7 +100,7 @@ def _memory_records(records_class: type, path: str) -> int:
 
 READERS = {
     "wirecodecs": _wirecodecs,  # the compiled v2 record walk when numba is there
-    "wirecodecs-pure": _wirecodecs,  # the same decoder with WIRELAKE_PURE_PYTHON set
+    "wirecodecs-pure": _wirecodecs,  # the same decoder with WIRELAKE_WALK=pure
     "kafka-python": functools.partial(_memory_records, KafkaPythonRecords),
     "aiokafka-c": functools.partial(_memory_records, AiokafkaRecords),
 }
@@ -153,7 +153,7 @@ def bench(args, tmp: Path) -> list[dict]:
 
 def _measure(reader: str, path: Path, repeat: int) -> dict:
     """`repeat` runs of `reader` over `path` in a fresh process."""
-    pure = {**os.environ, "WIRELAKE_PURE_PYTHON": "1"} if reader.endswith("-pure") else None
+    pure = {**os.environ, "WIRELAKE_WALK": "pure"} if reader.endswith("-pure") else None
     return harness.measure(__file__, [reader, path], repeat, pure)
 
 

@@ -1,4 +1,4 @@
-"""Command-line inspector for landed dumps: `python -m wirecodecs dump|sample ...`.
+"""Command-line inspector for landed dumps: `python -m wirecodecs dump|sample|warm ...`.
 
 `dump` decodes files exactly as the Spark job does (same decoder, same row columns) so a
 person can look at a suspicious file without a cluster; a FILE may be a URI the jobs take
@@ -13,6 +13,9 @@ person can look at a suspicious file without a cluster; a FILE may be a URI the 
   accounting: bytes decoded/quarantined/truncated/skipped, frames and records good/bad);
   plain-text `wirecodecs: error: ...` lines for fatal errors.
 
+`warm` fills numba's cache (NUMBA_CACHE_DIR) with every compiled walk ahead of time, for a
+host or an image whose decoders must not compile at their first input (docs/walks.md).
+
 Exit status: 0 when every file was walked (damage is reported, not fatal), 2 for usage
 errors, unknown formats or options, and unreadable files.
 """
@@ -26,12 +29,13 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import BinaryIO, TextIO
 
 import pyarrow as pa
 
-from wirecodecs import locations
+from wirecodecs import compiled, locations
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.options import Resolved, from_json, resolve
 from wirecodecs.registry import TableRows, UnknownFormatError, WireFormat, get
@@ -91,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--date", type=_day, required=True, help="logical day, YYYY-MM-DD (UTC)")
     sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sample.set_defaults(run=_run_sample)
+
+    warm = commands.add_parser(
+        "warm",
+        help="compile the decoders' numba walks into the cache",
+        description="Load every compiled walk from numba's cache (NUMBA_CACHE_DIR), compiling "
+        "into it what is missing, and print the seconds it took.",
+    )
+    warm.set_defaults(run=_run_warm)
     return parser
 
 
@@ -155,6 +167,13 @@ def _run_sample(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CliError(f"cannot write {args.out_dir}: {error}") from None
     print(day.to_json())
+    return 0
+
+
+def _run_warm(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    compiled.warm()
+    print(f"wirecodecs: compiled walks ready in {time.perf_counter() - start:.1f} s")
     return 0
 
 

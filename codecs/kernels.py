@@ -1,11 +1,11 @@
-"""Small numba kernels that more than one format's compiled walk calls, and the growth of
-the buffers those walks fill. Imported only by those walks (importing numba costs a
-process about half a second: `wirecodecs.compiled`)."""
+"""Small numba kernels that more than one format's compiled walk calls, the growth of the
+buffers those walks fill, and what their `warm` functions share. Imported only by those
+walks (importing numba costs a process about half a second: `wirecodecs.compiled`)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, typeof
 from numba.extending import intrinsic
 
 from wirecodecs.arrow_columns import pooled
@@ -76,3 +76,19 @@ def enlarged(
     kept[axis] = slice(used)
     bigger[tuple(kept)] = buffer[tuple(kept)]
     return bigger
+
+
+def readonly(data) -> np.ndarray:
+    """A read-only uint8 view of `data` (bytes-like, or a uint8 array): the walks take
+    their input as this one type, whatever the caller holds, so that numba has one
+    specialization of each to compile or load (`load`)."""
+    view = np.frombuffer(data, np.uint8)
+    view.flags.writeable = False
+    return view
+
+
+def load(function, *args) -> None:
+    """Load compiled `function`'s machine code for arguments of the types of `args` from
+    numba's cache (compiling it into the cache first if it is not there), without
+    calling it: a walk's `warm` does it for every call it makes from Python."""
+    function.compile(tuple(typeof(arg) for arg in args))

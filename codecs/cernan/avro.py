@@ -5,7 +5,7 @@ header map, then every block framed by hand (count, size, sync marker, decompres
 snappy CRC) so that each kind of damage gets its own code, and the datums of each block
 are read with fastavro's C `schemaless_reader`, which must consume the block exactly: one
 call per block (the block read as an Avro array), datum by datum only to name an error.
-In `compiled` walks, a block whose schema has a `fastjson` program goes to its JSON text
+In `compiled` walks, a block whose schema has a `compiled` program goes to its JSON text
 directly (the `record_json` column); a block it cannot take raises `NeedsPurePath`, and
 the packet is read again without it.
 """
@@ -24,7 +24,7 @@ from fastavro.read import SchemaResolutionError
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
 from wirecodecs.binary import UINT32
-from wirecodecs.compiled import compiled_module
+from wirecodecs.compiled import WALKS
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 
@@ -75,7 +75,7 @@ class WriterSchema:
 
     @functools.cached_property
     def program(self):
-        """The compiled JSON walk's `fastjson.Program` for its datums, made on first use;
+        """The compiled JSON walk's `compiled.Program` for its datums, made on first use;
         None where only the pure path renders them exactly."""
         walk = compiled_walk()
         return None if walk is None else walk.program(self.parsed)
@@ -100,8 +100,8 @@ _schemas: dict[bytes, WriterSchema] = {}
 
 
 def compiled_walk():
-    """The compiled JSON walk (`fastjson.py`), imported on first use; None without it."""
-    return compiled_module("wirecodecs.cernan.fastjson")
+    """The compiled JSON walk (`compiled.py`), imported on first use; None without it."""
+    return WALKS["cernan"].module()
 
 
 def _long(buf, pos: int, code: str, what: str) -> tuple[int, int]:

@@ -39,7 +39,7 @@ from wirecodecs.cernan.packet import (
     read_packet,
 )
 from wirecodecs.cernan.rows import PacketRows
-from wirecodecs.compiled import file_size
+from wirecodecs.compiled import WALKS, file_size
 from wirecodecs.registry import TableRows
 from wirecodecs.stream import StreamWindow, truncated_tail
 
@@ -48,23 +48,17 @@ FORMAT = "cernan"
 # Resync candidates: a length, then version 1|2 and control 0|1 (overlapping matches).
 _CANDIDATE = re.compile(rb"(?=(?s:.{4})\x00\x00\x00[\x01\x02]\x00\x00\x00[\x00\x01])")
 _SCAN_BYTES = 1 << 20
-# The compiled JSON walk (`fastjson.py`, the `record_json` column) has a fixed cost per
+# The compiled JSON walk (`compiled.py`, the `record_json` column) has a fixed cost per
 # process before its first block (loading its cached machine code; docs/cernan.md §8),
 # then takes less CPU per MB than the pure path: packets take it once the process has read
-# this much cernan data (or from the start of a file this large), so that a small file does
-# not pay for it (figures: docs/performance.md, Cernan decoder).
-COMPILED_AFTER_BYTES = 4 << 20
-AUTO = "auto"  # COMPILED: the compiled walk once worth it (`COMPILED_AFTER_BYTES`)
-COMPILED = AUTO  # tests set True or False to run one walk only
-_bytes_read = 0  # cernan data read by this process so far (files decoded to the end)
+# `WALK.pure_below` bytes of cernan data (or from the start of a file this large), so that
+# a small file does not pay for it (figures: docs/performance.md, Cernan decoder).
+WALK = WALKS["cernan"]
 
 
 def _compiled(window: StreamWindow, size: int) -> bool:
     """Whether the next packet takes the compiled walk (where its datums allow)."""
-    seen = _bytes_read + max(window.bytes_read, size)
-    if COMPILED == AUTO and seen < COMPILED_AFTER_BYTES:
-        return False
-    return bool(COMPILED) and avro.compiled_walk() is not None
+    return WALK.compiled(max(window.bytes_read, size)) is not None
 
 
 def decode(
@@ -72,7 +66,6 @@ def decode(
 ) -> Iterator[pa.RecordBatch | Quarantined | TableRows]:
     """Walk a cernan dump; yield record batches, packets rows (`TableRows`) and
     quarantined packets in file order and fill `accounting` (policy: module docstring)."""
-    global _bytes_read
     window = StreamWindow(stream)
     size = file_size(stream)
     out = PacketRows(source, opts)
@@ -117,7 +110,7 @@ def decode(
         yield from out.flush()
     finally:
         accounting.bytes_total += window.bytes_read
-        _bytes_read += window.bytes_read
+        WALK.count(window.bytes_read)
 
 
 def _cut(length: int, available: int) -> str:

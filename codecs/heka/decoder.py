@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -35,7 +34,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import read_uvarint
-from wirecodecs.compiled import compiled_module
+from wirecodecs.compiled import WALKS
 from wirecodecs.compression import decompress
 from wirecodecs.errors import DecodeError
 from wirecodecs.heka.message import (
@@ -163,17 +162,11 @@ def _later_frame(view: memoryview, max_len: int) -> int:
     return -1
 
 
-_COLUMNS = "wirecodecs.heka.columns"
-AT_FIRST_DECODE = "at the first decode"
-# The compiled walk's column module (`columns`, kernels in `columns.fp`); AT_FIRST_DECODE:
-# that module, imported by the first decode that takes the compiled walk rather than with
-# the registry (so that importing the registry does not import numba); None: the pure walk
-# (`_pure_walk`) takes every stream. Tests set it.
-COMPILED = AT_FIRST_DECODE
-# A stream shorter than this takes the pure walk until the compiled one is loaded in the
-# process: loading it from numba's cache costs more CPU than the pure walk spends on such a
-# stream (docs/heka.md, "Compiled walk"; figures in docs/performance.md). Tests set it to 0.
-PURE_BELOW = 1 << 20
+# A stream takes the pure walk until the process has read `WALK.pure_below` bytes of Heka
+# (this stream's first ones counted) or taken the compiled walk: loading it from numba's
+# cache costs more CPU than the pure walk spends on a smaller stream (docs/heka.md,
+# "Compiled walk"; figures in docs/performance.md).
+WALK = WALKS["heka"]
 _FRAME_TABLE = 4096  # frames listed per compiled framing call
 _SPARE_BYTES = 16 << 20  # inflated snappy bodies held at once (beyond one frame's)
 
@@ -185,40 +178,30 @@ def _walk(
     opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    if not _compiled_loaded() and window.fill(PURE_BELOW) < PURE_BELOW:
-        return _pure_walk(window, source, acc, opts, keys)
-    columns = compiled_walk()
-    if columns is None:
-        return _pure_walk(window, source, acc, opts, keys)
-    return _compiled_walk(columns, window, source, acc, opts, keys)
-
-
-def compiled_walk():
-    """The compiled walk's `columns` module, imported now if it is not yet; None when the
-    pure walk takes every stream (no numba, WIRELAKE_PURE_PYTHON, or a test's choice)."""
-    return compiled_module(_COLUMNS) if COMPILED is AT_FIRST_DECODE else COMPILED
-
-
-def _compiled_loaded() -> bool:
-    """Whether the compiled walk is imported and its code loaded in this process."""
-    columns = sys.modules.get(_COLUMNS) if COMPILED is AT_FIRST_DECODE else COMPILED
-    return columns is not None and bool(columns.fp.messages.signatures)
+    compiled = WALK.compiled(lambda: window.fill(WALK.pure_below))
+    try:
+        if compiled is None:
+            yield from _pure_walk(window, source, acc, opts, keys)
+        else:
+            yield from _compiled_walk(compiled, window, source, acc, opts, keys)
+    finally:
+        WALK.count(window.bytes_read)
 
 
 def _compiled_walk(
-    columns,
+    fp,
     window: StreamWindow,
     source: str,
     acc: FileAccounting,
     opts: HekaOptions,
     keys: Mapping[str, bytes],
 ) -> Iterator[pa.RecordBatch | Quarantined]:
-    """The walk of `_pure_walk`, a buffered view at a time: `fastpath.frames` lists its
-    frames, the snappy candidates are inflated and the signatures checked here (C calls
-    per frame), `fastpath.messages` appends the rows to the flush's column buffers."""
-    fp = columns.fp
+    """The walk of `_pure_walk`, a buffered view at a time: `fp.frames` (`fp`: the module
+    `compiled`) lists its frames, the snappy candidates are inflated and the signatures
+    checked here (C calls per frame), `fp.messages` appends the rows to the flush's
+    column buffers (`fp.Buffers`)."""
     max_len = opts.max_message_size
-    buffers = columns.Buffers(source, opts.batch_rows)
+    buffers = fp.Buffers(source, opts.batch_rows)
     table = np.empty((fp.FRAME_ROWS, _FRAME_TABLE), np.int64)
     signers: dict[tuple, object] = {}  # (signer, key version, hash as listed) -> `_signing`
     after_garbage = False
@@ -237,7 +220,7 @@ def _compiled_walk(
         pos, need, count, skipped, after_garbage = fp.frames(data, max_len, table, after_garbage)
         acc.count_skipped(skipped)
         yield from _compiled_rows(
-            columns,
+            fp,
             buffers,
             view,
             data,
@@ -257,10 +240,9 @@ def _compiled_walk(
 
 
 def _compiled_rows(
-    columns, buffers, view, data, table, count, base, source, acc, max_len, keys, signers
+    fp, buffers, view, data, table, count, base, source, acc, max_len, keys, signers
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Rows (or quarantined frames) for the `count` frames listed in `table`."""
-    fp = columns.fp
     first = 0
     while first < count:
         last, spare = _inflate(view, table, first, count, max_len, fp)

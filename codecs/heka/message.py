@@ -1,6 +1,6 @@
 """Hand-written protobuf wire reader for Heka's Header and Message (its message.proto).
 
-The pure walk's reader: the decoder reads bodies with the compiled walk (`fastpath.py`,
+The pure walk's reader: the decoder reads bodies with the compiled walk (`compiled.py`,
 same semantics) when numba is there, and with this one on hosts without it, for small
 streams and to give the exact DecodeError of a body the compiled walk rejects.
 

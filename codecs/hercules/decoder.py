@@ -27,7 +27,6 @@ Events have no length prefix and no checksum, so an event is found by reading it
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 from collections.abc import Iterator
 from types import ModuleType
@@ -38,6 +37,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
+from wirecodecs.compiled import WALKS
 from wirecodecs.errors import DecodeError
 from wirecodecs.hercules.event import FORMAT, VERSION, VERSION_BYTE, WIDTH, Event, EventReader
 from wirecodecs.hercules.options import HerculesOptions
@@ -80,11 +80,11 @@ def decode(
 
 
 def compiled_walk() -> ModuleType:
-    """The compiled event walk and its column buffers (`fastpath`), imported at the first
-    decode rather than with the registry: importing numba costs a process about half a
-    second. Hercules has no other walk (the pure reader only reads the events the
-    compiled one hands it), so it does not heed WIRELAKE_PURE_PYTHON."""
-    return importlib.import_module("wirecodecs.hercules.fastpath")
+    """The compiled event walk and its column buffers (`compiled.py`), imported at the
+    first decode rather than with the registry: importing numba costs a process about half
+    a second. Hercules has no other walk (the pure reader only reads the events the
+    compiled one hands it), so it does not heed WIRELAKE_WALK (docs/hercules.md)."""
+    return WALKS["hercules"].compiled()
 
 
 def read_value(value: bytes, opts: HerculesOptions) -> tuple[Event, list]:
@@ -117,8 +117,8 @@ class _Walk:
         self.source = source
         self.acc = acc
         self.opts = opts
-        self.fastpath = compiled_walk()
-        self.rows = self.fastpath.Columns(opts.max_depth)
+        self.compiled = compiled_walk()
+        self.rows = self.compiled.Columns(opts.max_depth)
         self.reader = EventReader(b"", 0, opts.max_depth, [])
         self.copy = b""  # the window's bytes from `copy_offset` on: see `_point_reader`
         self.view = np.frombuffer(self.copy, np.uint8)
@@ -227,18 +227,18 @@ class _Walk:
             self.opts.max_event_bytes,
         )
         kept = rows.rows - before
-        fastpath = self.fastpath
+        compiled = self.compiled
         if kept:
-            rows.events[fastpath.E_OFFSET, before : rows.rows] += window.offset - start
-            self.last_ticks = int(rows.events[fastpath.E_TIMESTAMP, rows.rows - 1])
+            rows.events[compiled.E_OFFSET, before : rows.rows] += window.offset - start
+            self.last_ticks = int(rows.events[compiled.E_TIMESTAMP, rows.rows - 1])
             window.consume(end - start)
             self.acc.bytes_decoded += end - start
             self.acc.frames_good += kept
             self.acc.records_good += kept
-            if outcome == fastpath.FULL:
+            if outcome == compiled.FULL:
                 yield from self._flush()
             return kept
-        if outcome in (fastpath.STOPPED, fastpath.COUNTED, fastpath.FULL):  # nothing left
+        if outcome in (compiled.STOPPED, compiled.COUNTED, compiled.FULL):  # nothing left
             return None
         outcome = yield from self._next_event()
         return outcome if outcome is None else int(outcome)

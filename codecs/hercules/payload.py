@@ -22,8 +22,8 @@ def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
     offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
     offsets = offsets.astype(np.int64)
     data = np.frombuffer(data_buffer, np.uint8) if data_buffer else np.empty(0, np.uint8)
-    fastpath = compiled_walk()
-    columns = fastpath.Columns.for_values(opts.max_depth, count, int(offsets[-1] - offsets[0]))
+    compiled = compiled_walk()
+    columns = compiled.Columns.for_values(opts.max_depth, count, int(offsets[-1] - offsets[0]))
     errors: list[tuple[int, DecodeError]] = []
     first = 0
     while first < count:
@@ -38,5 +38,5 @@ def decode_values(values: pa.BinaryArray, opts: HerculesOptions) -> CarriedRows:
         else:
             columns.add_pure(first, event, entries)
         first += 1
-    value_index = columns.events[fastpath.E_OFFSET, : columns.rows].astype(np.int32)
+    value_index = columns.events[compiled.E_OFFSET, : columns.rows].astype(np.int32)
     return CarriedRows(columns.batch(None), pa.array(value_index), errors)

@@ -48,7 +48,7 @@ from wirecodecs.inlong.bounds import (
     Walked,
 )
 from wirecodecs.inlong.schema import ATTRIBUTES_TYPE, INLONG_SCHEMA
-from wirecodecs.kernels import big_endian, copy, enlarged
+from wirecodecs.kernels import big_endian, copy, enlarged, load, readonly
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 MAX_ENTRIES = 64  # attribute entries per block the compiled split takes (duplicate search is n^2)
@@ -708,6 +708,7 @@ class Columns:
     ) -> tuple[int, int]:
         """Walk frames `first` .. `count` - 1 (compiled `walk`): (status, frame it stopped
         at). `counts()` then gives what the committed messages add."""
+        buf = readonly(buf)
         used = self._used
         used[U_BUFFERED_ROWS] = buffered_rows
         used[U_BUFFERED_BYTES] = buffered_bytes
@@ -870,3 +871,16 @@ def _binary(type_: pa.DataType, offsets: np.ndarray, data: np.ndarray) -> pa.Arr
     return pa.Array.from_buffers(
         type_, offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])]
     )
+
+
+def warm() -> None:
+    """Load the message walk, the prefix scan and the run copy for the arguments the
+    decoder and `Columns` give them (`wirecodecs.compiled.warm`)."""
+    columns, data = Columns(), readonly(b"")
+    frames, ints, int32s, bytes_ = (np.empty((4, 1), np.int64), np.empty(0, np.int64),
+                                    np.empty(0, np.int32), np.empty(0, np.uint8))  # fmt: skip
+    load(walk, data, frames, 0, 0, ints, columns._sizes, columns._body, columns._table,
+         columns._entries, columns._keys, columns._values, columns._used, columns._text,
+         columns._scratch, columns._snappy)  # fmt: skip
+    load(scan_prefixed, data, 0, 0, frames)
+    load(_repeat_runs, ints, ints, ints, int32s, bytes_, int32s, bytes_)

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import UINT32
-from wirecodecs.compiled import compiled_module, file_size
+from wirecodecs.compiled import WALKS, file_size
 from wirecodecs.errors import DecodeError
 from wirecodecs.inlong import bounds
 from wirecodecs.inlong import message as msg
@@ -45,19 +45,10 @@ FRAMES_PER_WALK = 8192  # ... at most this many at a time
 
 # The compiled walk has a fixed cost per process before its first message (importing
 # numba, loading the cached machine code) and then decodes InLong data faster than the
-# pure walk: it takes over once the process has read this much (a file this large: from
-# its start), so that a small file (the inspector's) does not pay for it (figures:
-# docs/performance.md, InLong decoder).
-COMPILED_AFTER_BYTES = 8 << 20
-_COMPILED = "wirecodecs.inlong.compiled"  # the compiled walk's module
-_bytes_read = 0  # InLong data read by this process so far (files decoded to the end, values)
-COMPILED_WALK: bool | None = None  # `compiled_walk` when a call gives none (tests set it)
-
-
-def read(size: int) -> None:
-    """Count `size` bytes of InLong data as read by this process (COMPILED_AFTER_BYTES)."""
-    global _bytes_read
-    _bytes_read += size
+# pure walk: it takes over once the process has read `WALK.pure_below` bytes (a file this
+# large: from its start), so that a small file (the inspector's) does not pay for it
+# (figures: docs/performance.md, InLong decoder).
+WALK = WALKS["inlong"]
 
 
 def item_columns(items: msg.Items) -> dict[str, list]:
@@ -113,15 +104,11 @@ def decode(
     source: str,
     accounting: FileAccounting,
     opts: InlongOptions,
-    *,
-    compiled_walk: bool | None = None,
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk one landed file in its framing; yield row batches and quarantined messages in
-    file order and fill `accounting` (damage policy: module docstring). `compiled_walk`:
-    True or False for one walk only (the tests), None for the compiled walk once the
-    process has read COMPILED_AFTER_BYTES."""
+    file order and fill `accounting` (damage policy: module docstring)."""
     window = StreamWindow(stream)
-    rows = RowBuffer(source, file_limits(opts), compiled_walk=compiled_walk)
+    rows = RowBuffer(source, file_limits(opts))
     rows.input_bytes = file_size(stream)
     walk = _walk_prefixed if opts.framing == "length_prefixed" else _walk_whole
     try:
@@ -130,7 +117,7 @@ def decode(
                 yield from rows.flush()
             yield item
         yield from rows.flush()
-        read(window.bytes_read)
+        WALK.count(window.bytes_read)
     finally:
         accounting.bytes_total += window.bytes_read
 
@@ -170,7 +157,7 @@ def _walk_prefixed(
         data = window.peek(available)
         count = span = 0
         if rows.compiled(window.bytes_read):
-            count, span = compiled_module(_COMPILED).scan_prefixed(np.frombuffer(data, np.uint8),
+            count, span = rows.module.scan_prefixed(np.frombuffer(data, np.uint8),
                                                     window.offset, limit, frames)  # fmt: skip
         if count:
             yield from _frames(data, frames, count, PREFIX.size, source, accounting, opts, rows)
@@ -281,40 +268,28 @@ class RowBuffer:
     """Item rows decoded since the last flush: the compiled walk's `Columns`, and
     batches of rows from the pure walk (with the compiled rows before them). `limits`
     (`bounds.L_*`): the batch bounds, and the chunks the compiled walk must match;
-    `compiled_walk`: as `decode` takes it; `body_bytes`: the bodies the compiled walk's
-    first batch makes room for from the start."""
+    `body_bytes`: the bodies the compiled walk's first batch makes room for from the
+    start."""
 
-    def __init__(
-        self,
-        source: str | None,
-        limits: np.ndarray,
-        *,
-        compiled_walk: bool | None,
-        body_bytes: int = 0,
-    ) -> None:
+    def __init__(self, source: str | None, limits: np.ndarray, *, body_bytes: int = 0) -> None:
         self.source = source
         self.limits = limits
-        self.compiled_walk = COMPILED_WALK if compiled_walk is None else compiled_walk
         self.body_bytes = body_bytes
         self.batch_rows = int(limits[bounds.L_BATCH_ROWS])
         self.batch_bytes = int(limits[bounds.L_BATCH_BYTES])
-        self.columns = None  # the compiled walk's `Columns`, once it is used
+        self.module = None  # the compiled walk (`WALK.compiled`), once it is taken
+        self.columns = None  # its `Columns`
         self.input_bytes = 0  # the input's size, when known
         self._reset()
 
     def compiled(self, read_now: int) -> bool:
         """Whether messages take the compiled walk, `read_now` bytes into the input (or
         `input_bytes`, when known)."""
-        if self.columns is not None:
-            return True
-        if self.compiled_walk is None:
-            seen = _bytes_read + max(read_now, self.input_bytes)
-            use = seen >= COMPILED_AFTER_BYTES and compiled_module(_COMPILED) is not None
-        else:
-            use = self.compiled_walk
-        if use:
-            self.columns = compiled_module(_COMPILED).Columns(body_bytes=self.body_bytes)
-        return use
+        if self.module is None:
+            self.module = WALK.compiled(max(read_now, self.input_bytes))
+            if self.module is not None:
+                self.columns = self.module.Columns(body_bytes=self.body_bytes)
+        return self.module is not None
 
     def _reset(self) -> None:
         self.parts: list[pa.RecordBatch] = []
@@ -367,7 +342,7 @@ class RowBuffer:
         """The compiled walk's rows so far become a part of the batch."""
         if self.columns is not None and self.columns.rows:
             self.parts.append(pa.RecordBatch.from_arrays(self.columns.arrays(), schema=ROW_SCHEMA))
-            self.columns = compiled_module(_COMPILED).Columns(self.columns.sizes())
+            self.columns = self.module.Columns(self.columns.sizes())
 
     def take(self) -> pa.RecordBatch | None:
         """The buffered rows as one batch of ROW_SCHEMA, if there are any; empties the

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from wirecodecs.errors import DecodeError
-from wirecodecs.inlong import bounds, decoder
+from wirecodecs.inlong import bounds
 from wirecodecs.inlong import message as msg
-from wirecodecs.inlong.decoder import ROW_SCHEMA, RowBuffer
+from wirecodecs.inlong.decoder import ROW_SCHEMA, WALK, RowBuffer
 from wirecodecs.inlong.options import InlongOptions
 from wirecodecs.registry import CarriedRows
 
@@ -23,11 +23,8 @@ VALUE_SCHEMA = pa.schema(list(ROW_SCHEMA)[1:])  # all but the lineage pair
 UNBOUNDED = 1 << 62  # no batch or chunk bound: the run's rows are one batch
 
 
-def decode_values(
-    values: pa.BinaryArray, opts: InlongOptions, *, compiled_walk: bool | None = None
-) -> CarriedRows:
-    """Every value as one message: its rows, and the values that do not read
-    (`compiled_walk` as `decoder.decode` takes it)."""
+def decode_values(values: pa.BinaryArray, opts: InlongOptions) -> CarriedRows:
+    """Every value as one message: its rows, and the values that do not read."""
     count = len(values)
     _, offsets_buffer, data_buffer = values.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int32)[values.offset : values.offset + count + 1]
@@ -38,7 +35,7 @@ def decode_values(
     limits = np.array([opts.max_decompressed_bytes, *[UNBOUNDED] * 4], np.int64)
     # one batch: room from the start for the bodies of uncompressed values, which the
     # values hold (compressed ones grow it once or twice), rather than doubling up to them
-    rows = RowBuffer(None, limits, compiled_walk=compiled_walk, body_bytes=data.size)
+    rows = RowBuffer(None, limits, body_bytes=data.size)
     rows.compiled(data.size)
     errors: list[tuple[int, DecodeError]] = []
     first = 0
@@ -55,7 +52,7 @@ def decode_values(
                 for items in message.items():
                     rows.append(first, message.header, items)
             first += 1
-    decoder.read(data.size)
+    WALK.count(data.size)
     batch = rows.take()
     if batch is None:
         empty = pa.RecordBatch.from_pylist([], schema=VALUE_SCHEMA)

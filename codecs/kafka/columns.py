@@ -62,7 +62,7 @@ class Control(NamedTuple):
 class Run:
     """The rows of one log entry: values shared by all of them, then per-row lists (from
     the compiled walk: numpy offset/timestamp deltas, and `span`, its rows in the flush's
-    `fastpath.Columns`, which hold the keys, values and headers).
+    `compiled.Columns`, which hold the keys, values and headers).
 
     Row offsets are `offset_base + offset_delta` and row timestamps `ts_base + ts_delta`
     (`ts_delta` ignored unless `ts_use_delta`; no timestamps when `ts_base` is None), both
@@ -131,9 +131,9 @@ class RowBuffer:
         topic: str | None,
         partition: int | None,
         batch_rows: int,
-        compiled_columns: Callable | None,
+        compiled_columns: Callable,
     ) -> None:
-        """`compiled_columns` makes the flush's `fastpath.Columns` (None: pure walk only)."""
+        """`compiled_columns` makes the flush's `compiled.Columns` (None: the pure walk)."""
         self.source = source
         self.topic = topic
         self.partition = partition
@@ -144,8 +144,7 @@ class RowBuffer:
 
     def _reset(self) -> None:
         # new buffers per flush: the batches already yielded share the last ones
-        if self.compiled_columns:  # sized like the last flush's
-            self.compiled = self.compiled_columns(self.compiled)
+        self.compiled = self.compiled_columns(self.compiled)  # sized like the last flush's
         self.runs: list[Run] = []
         self.rows = 0
         self.data_bytes = 0

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from wirecodecs.accounting import FileAccounting, Quarantined
 from wirecodecs.binary import INT32
-from wirecodecs.compiled import compiled_module, file_size
+from wirecodecs.compiled import WALKS, file_size
 from wirecodecs.errors import DecodeError
 from wirecodecs.kafka.columns import RowBuffer, Run
 from wirecodecs.kafka.entry import (
@@ -51,28 +51,21 @@ _PARTITION_DIR = re.compile(r"([A-Za-z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
 # The compiled walk has a fixed cost per process before its first batch (numba's start,
 # loading the cached machine code; docs/kafka.md §3.4) and then takes less CPU per MB than
-# the pure walk: flushes take it once the process has read this much Kafka data, so that a
-# small file (the inspector's) does not pay for it (figures: docs/performance.md).
-COMPILED_AFTER_BYTES = 8 << 20
-_bytes_read = 0  # Kafka data read by this process so far (files decoded to the end)
+# the pure walk: flushes take it once the process has read `WALK.pure_below` bytes of
+# Kafka data, so that a small file (the inspector's) does not pay for it.
+WALK = WALKS["kafka"]
 
 
 def _when_worth_it(window: StreamWindow, size: int = 0) -> Callable[[object], object]:
-    """A flush's compiled-walk buffers (`fastpath.Columns`, sized like the `previous`
-    flush's) once this process has read COMPILED_AFTER_BYTES, counting this file so far
-    or its whole `size` when known; before that, or without numba, None: the pure walk."""
+    """A flush's compiled-walk buffers (`compiled.Columns`, sized like the `previous`
+    flush's) when `WALK` takes the compiled walk, counting this file so far or its whole
+    `size` when known; else None: the pure walk."""
 
     def columns(previous):
-        if _bytes_read + max(size, window.bytes_read) < COMPILED_AFTER_BYTES:
-            return None
-        compiled = compiled_module("wirecodecs.kafka.fastpath")
+        compiled = WALK.compiled(max(size, window.bytes_read))
         return None if compiled is None else compiled.Columns(previous)
 
     return columns
-
-
-AUTO = "auto"  # COMPILED_COLUMNS: choose per flush with `_when_worth_it`
-COMPILED_COLUMNS = AUTO  # tests set fastpath.Columns or None to run one walk only
 
 
 def decode(
@@ -80,11 +73,8 @@ def decode(
 ) -> Iterator[pa.RecordBatch | Quarantined]:
     """Walk a Kafka segment or record set; yield row batches and quarantined entries in
     file order and fill `accounting` (see the module docstring for the damage policy)."""
-    global _bytes_read
     window = StreamWindow(stream)
-    walk = (
-        _when_worth_it(window, file_size(stream)) if COMPILED_COLUMNS == AUTO else COMPILED_COLUMNS
-    )
+    walk = _when_worth_it(window, file_size(stream))
     rows = RowBuffer(source, *topic_partition(source), opts.batch_rows, walk)
     last_good = None  # the last good entry: a plausible tail starts after its last offset
     try:
@@ -121,7 +111,7 @@ def decode(
         yield from rows.flush()
     finally:
         accounting.bytes_total += window.bytes_read
-        _bytes_read += window.bytes_read
+        WALK.count(window.bytes_read)
 
 
 def topic_partition(source: str) -> tuple[str | None, int | None]:
@@ -226,7 +216,7 @@ def _declared_records(entry: memoryview) -> int:
 
 def _read_entry(entry: memoryview, start: int, opts: KafkaOptions, compiled) -> Run:
     """The version facade: dispatch one complete log entry on its magic byte (`compiled`:
-    the flush's `fastpath.Columns`, or None for the pure walk)."""
+    the flush's `compiled.Columns`, or None for the pure walk)."""
     magic = magic_of(entry)
     try:
         if magic == 2:

@@ -1,7 +1,7 @@
 """Reader of a v2 record batch (magic 2): the header, the optional decompression of the
 records section, then exactly recordsCount records (docs/kafka.md §2.5-§2.8).
 
-Data batches go through the numba-compiled record walk (`fastpath.py`) when the flush has
+Data batches go through the numba-compiled record walk (`compiled.py`) when the flush has
 one (decoder.py decides: not before the process has read enough to repay numba's start),
 else through `_walk_records`, its pure-Python twin; control batches always take the pure
 walk, whose keys and values `_control_fields` reads.
@@ -50,7 +50,7 @@ END_TXN_TYPES = (0, 1)  # ABORT and COMMIT carry an EndTransactionMarker value
 def read_record_batch(entry: memoryview, start: int, opts: KafkaOptions, compiled) -> Run:
     """The v2 batch `entry` found at file offset `start`: header, optional decompression,
     then exactly recordsCount records that fill the records section (`compiled`: the
-    flush's `fastpath.Columns`, or None for the pure walk)."""
+    flush's `compiled.Columns`, or None for the pure walk)."""
     if len(entry) < V2_HEADER.size:
         raise DecodeError(
             FORMAT,
@@ -151,11 +151,12 @@ def _walk_records(data: bytes, count: int, run: Run) -> int:
     """Walk `count` records (docs/kafka.md §2.7) from the start of `data`; return the end
     position.
 
-    The pure-Python twin of the compiled walk (fastpath.py; docs/kafka.md §3.4): numba's
+    The pure-Python twin of the compiled walk (compiled.py; docs/kafka.md §3.4): numba's
     first call in a process costs more, even from a warm cache, than this walk takes over
-    a small segment, so a process walks its first COMPILED_AFTER_BYTES here (figures in
-    docs/performance.md); it also gives the exact DecodeError of a section the
-    compiled walk rejects, reads control batches, and serves hosts without numba.
+    a small segment, so a process walks its first `WALKS["kafka"].pure_below` bytes here
+    (wirecodecs.compiled; figures in docs/performance.md); it also gives the exact
+    DecodeError of a section the compiled walk rejects, reads control batches, and serves
+    hosts without numba.
     Raises IndexError when a record runs past `data`; each record's declared length is
     checked against the bytes its fields took.
     """

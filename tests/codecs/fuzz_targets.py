@@ -49,12 +49,8 @@ from decoding import (
 )
 
 from wirecodecs import get
-from wirecodecs.cernan import decoder as cernan_decoder
-from wirecodecs.heka import decoder as heka_decoder
+from wirecodecs.compiled import WALKS, choice, forced
 from wirecodecs.inflate import RawSource
-from wirecodecs.inlong import decoder as inlong_decoder
-from wirecodecs.kafka import decoder as kafka_decoder
-from wirecodecs.kafka import fastpath as kafka_fastpath
 from wirecodecs.options import Options, resolve
 from wirecodecs.registry import TableRows
 from wirecodecs.samples import write_sample_day
@@ -107,9 +103,11 @@ class Target:
     @property
     def walks(self) -> tuple[str, ...]:
         """The decoders' two walks, where they have two (the compiled one is not traced for
-        coverage, the pure one is): every input goes through both."""
-        two = any(fmt in WALK_SETTINGS for fmt in self.name.split("+"))
-        return ("pure", "compiled") if two else ("",)
+        coverage, the pure one is): every input goes through both, or through the one
+        WIRELAKE_WALK names. "" leaves the decoders' own choice."""
+        if not any(WALKS[fmt].pure_below is not None for fmt in self.name.split("+")):
+            return ("",)
+        return ("pure", "compiled") if choice() == "auto" else (choice(),)
 
 
 def _heka_inflated(data: bytes) -> bool:
@@ -204,37 +202,12 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-# Per format, how the tests make its decoder take one walk: (module, attribute, value for
-# the pure walk, value for the compiled walk). Hercules has one walk (its pure reader only
-# takes the events the compiled walk hands it).
-WALK_SETTINGS = {
-    "kafka": [(kafka_decoder, "COMPILED_COLUMNS", None, kafka_fastpath.Columns)],
-    "heka": [
-        (heka_decoder, "COMPILED", None, heka_decoder.compiled_walk()),
-        (heka_decoder, "PURE_BELOW", 0, 0),
-    ],
-    "cernan": [(cernan_decoder, "COMPILED", False, True)],
-    "inlong": [(inlong_decoder, "COMPILED_WALK", False, True)],
-}
-
-
 @contextlib.contextmanager
-def walk_taken(target_name: str, walk: str) -> Iterator[None]:
-    """Every decoder of `target_name` (a carried format's two) set to take `walk` for the
-    call ("pure" or "compiled"; "" leaves the decoders' own choice)."""
-    settings = [
-        setting
-        for fmt in target_name.split("+")
-        for setting in WALK_SETTINGS.get(fmt, []) if walk
-    ]  # fmt: skip
-    chosen = [getattr(module, name) for module, name, _, _ in settings]
-    for module, name, pure, compiled in settings:
-        setattr(module, name, pure if walk == "pure" else compiled)
-    try:
+def walk_taken(walk: str) -> Iterator[None]:
+    """Every decoder set to take `walk` for the call ("pure" or "compiled"; "" leaves the
+    decoders' own choice)."""
+    with forced(walk) if walk else contextlib.nullcontext():
         yield
-    finally:
-        for (module, name, _, _), value in zip(settings, chosen, strict=True):
-            setattr(module, name, value)
 
 
 def _where(error: BaseException) -> str:
@@ -258,7 +231,7 @@ def _decode(target: Target, data: bytes, options: dict, walk: str, chunked: bool
     if limits is not None:
         tracemalloc.start()
     try:
-        with walk_taken(target.name, walk), _time_limit(limits and limits.seconds):
+        with walk_taken(walk), _time_limit(limits and limits.seconds):
             got = decode_all(stream, SOURCE, target.name, **as_declared(target.name, options))
     except _Timeout:
         raise ContractBroken("timeout", f"{label}: over {limits.seconds} s") from None

@@ -101,7 +101,7 @@ def target_digests(
     fmt = get(target.name)
     chosen = None if names is None else set(names)
     out: dict[str, str | None] = {}
-    with tempfile.TemporaryDirectory() as tmp, walk_taken(target.name, walk):
+    with tempfile.TemporaryDirectory() as tmp, walk_taken(walk):
         for name, data in inputs(target, Path(tmp)):
             if chosen is not None and name not in chosen:
                 out[name] = None

@@ -10,6 +10,8 @@ from cernan_helpers import check_invariants, run, sidecar, vector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 # v2 null/deflate/snappy packets with KV, then v1 and v2 packets: every stage is present
 BASE = vector("v2_basic")[:1472] + vector("mixed_v1_v2")
 WHOLE = run(BASE)

@@ -22,6 +22,8 @@ from wirecodecs.cernan.options import CernanOptions
 from wirecodecs.cernan.packet import read_packet
 from wirecodecs.cernan.schema import RECORDS_SCHEMA
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 EVENT = {
     "type": "record",
     "name": "Event",

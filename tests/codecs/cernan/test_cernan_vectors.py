@@ -15,6 +15,8 @@ from decoding import ChunkedReads
 
 from wirecodecs.cernan import encoder as enc
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 MANIFEST = json.loads((DATA / "MANIFEST.json").read_text())
 CASES = [item["file"][: -len(".bin")] for item in MANIFEST["files"] if "/" not in item["file"]]
 PYCERNAN_NOTE = "written by the pycernan unicode bug"

@@ -23,6 +23,8 @@ from wirecodecs.accounting import HEAD_BYTES
 from wirecodecs.heka.schema import HEKA_SCHEMA
 from wirecodecs.inflate import REPLAY_BYTES
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 SEEDS = {
     name: (DATA / name).read_bytes()
     for name in (

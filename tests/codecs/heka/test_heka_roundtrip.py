@@ -14,6 +14,7 @@ import itertools
 import struct
 import uuid as uuids
 
+import pytest
 import zstandard
 from budget import examples
 from heka_proto import classes
@@ -22,6 +23,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from wirecodecs.heka import encoder as enc
+
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 INT64 = st.integers(-(2**63), 2**63 - 1)

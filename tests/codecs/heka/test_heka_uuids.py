@@ -20,6 +20,8 @@ from heka_support import DATA, decode, signers_file
 
 from wirecodecs.heka import encoder as enc
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 MOZTELEMETRY = DATA / "moztelemetry"
 SIGNER = enc.Signer("ops", 0, b"s3cr3t")
 STRINGS = ("type", "logger", "payload", "hostname")

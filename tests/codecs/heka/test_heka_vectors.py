@@ -22,6 +22,8 @@ from heka_support import DATA, VECTORS, decode, sidecar, signers_file
 from wirecodecs.accounting import HEAD_BYTES
 from wirecodecs.heka.schema import HEKA_SCHEMA
 
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
+
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 STATUS = {  # sidecar hmac_check -> hmac_status
     "unsigned": None,

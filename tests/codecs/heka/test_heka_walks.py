@@ -12,22 +12,16 @@ from decoding import outcome
 from heka_support import DATA, VECTORS, decode
 from test_heka_mutation import SEED_NAMES, SEEDS
 
-from wirecodecs.compiled import compiled_module
-from wirecodecs.heka import decoder
+from wirecodecs.compiled import forced
 
-COMPILED = compiled_module("wirecodecs.heka.columns")  # the compiled walk (None: no numba)
+pytest.importorskip("numba")  # no compiled walk without it
 
 
 def both_walks(data: bytes, **options) -> tuple[tuple, tuple]:
-    chosen, pure_below = decoder.COMPILED, decoder.PURE_BELOW
-    decoder.PURE_BELOW = 0
-    try:
-        decoder.COMPILED = None
+    with forced("pure"):
         pure = outcome(decode(data, **options))
-        decoder.COMPILED = COMPILED
+    with forced("compiled"):
         compiled = outcome(decode(data, **options))
-    finally:
-        decoder.COMPILED, decoder.PURE_BELOW = chosen, pure_below
     return pure, compiled
 
 
@@ -45,14 +39,6 @@ def damaged(data: bytes, seed: int) -> bytes:
         else:
             del out[at : at + rng.randint(1, 16)]
     return bytes(out)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def heka_walk():
-    """Both walks in each test (this overrides the conftest's one walk per session)."""
-    if COMPILED is None:
-        pytest.skip("numba is missing: no compiled walk")
-    return "both"
 
 
 @pytest.mark.parametrize("name", VECTORS)

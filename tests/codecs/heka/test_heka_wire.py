@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hmac
 
+import pytest
 from heka_support import decode, signers_file
 
 from wirecodecs.heka import encoder as enc
+
+pytestmark = pytest.mark.usefixtures("each_walk")  # each test on both walks (conftest.py)
 
 UUID = bytes(range(16))
 BASE = enc.encode_message(enc.Message(uuid=UUID, timestamp=1_700_000_000_000_000_000))

@@ -1,5 +1,5 @@
 """The compiled message walk (codecs/inlong/compiled.py) against the pure one
-(`message.parse`, all messages with `compiled_walk=False`): identical outcome, rows,
+(`message.parse`, all messages under `forced("pure")`): identical outcome, rows,
 batch boundaries, quarantined items and accounting, on the golden vectors, the sample
 days and the mutation corpus; its snappy decoder against cramjam's."""
 
@@ -22,6 +22,7 @@ from inlong_helpers import CASES, vector
 from test_inlong_mutation import SEEDS, frame_bytes, framed
 
 from wirecodecs import FileAccounting
+from wirecodecs.compiled import forced
 from wirecodecs.inlong import bounds, compiled, decoder, samples
 from wirecodecs.inlong import encoder as enc
 from wirecodecs.inlong.decoder import decode
@@ -31,26 +32,27 @@ from wirecodecs.inlong.payload import decode_values
 FAST = settings(max_examples=examples(2))
 
 
-def outcome(data: bytes, compiled_walk: bool, **options) -> list:
-    """Everything the file decoder yields, and its accounting, as plain values."""
+def outcome(data: bytes, walk: str, **options) -> list:
+    """Everything the file decoder yields on `walk`, and its accounting, as plain values."""
     accounting = FileAccounting("mem.bin", "inlong")
     opts = InlongOptions(**options)
-    items = decode(io.BytesIO(data), "mem.bin", accounting, opts, compiled_walk=compiled_walk)
-    got = [
-        item.to_pylist() if isinstance(item, pa.RecordBatch) else dataclasses.astuple(item)
-        for item in items
-    ]
+    with forced(walk):
+        got = [
+            item.to_pylist() if isinstance(item, pa.RecordBatch) else dataclasses.astuple(item)
+            for item in decode(io.BytesIO(data), "mem.bin", accounting, opts)
+        ]
     return [*got, accounting.to_dict()]
 
 
-def carried(values: list[bytes], compiled_walk: bool) -> tuple:
-    got = decode_values(pa.array(values, pa.binary()), InlongOptions(), compiled_walk=compiled_walk)
+def carried(values: list[bytes], walk: str) -> tuple:
+    with forced(walk):
+        got = decode_values(pa.array(values, pa.binary()), InlongOptions())
     errors = [(index, err.kind, err.offset, err.detail) for index, err in got.errors]
     return got.batch.to_pylist(), got.value_index.to_pylist(), errors
 
 
 def assert_same(data: bytes, **options) -> None:
-    assert outcome(data, True, **options) == outcome(data, False, **options)
+    assert outcome(data, "compiled", **options) == outcome(data, "pure", **options)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -65,7 +67,7 @@ def test_vectors_back_to_back_and_carried():
     data = [vector(case) for case in CASES]
     for batch_rows in (65536, 5, 1):
         assert_same(enc.length_prefixed(data), framing="length_prefixed", batch_rows=batch_rows)
-    assert carried(data, True) == carried(data, False)
+    assert carried(data, "compiled") == carried(data, "pure")
 
 
 @pytest.mark.parametrize("day", [samples.length_prefixed_day, samples.message_files_day])
@@ -89,7 +91,7 @@ def test_every_byte_flipped_and_every_truncation(seed):
     for mutant in mutants:
         assert_same(mutant)
     assert_same(enc.length_prefixed(mutants), framing="length_prefixed", batch_rows=3)
-    assert carried(mutants, True) == carried(mutants, False)
+    assert carried(mutants, "compiled") == carried(mutants, "pure")
 
 
 @FAST
@@ -100,7 +102,7 @@ def test_random_edits(seed, data):
         at = data.draw(st.integers(0, len(message)))
         message[at : at + data.draw(st.integers(0, 3))] = data.draw(st.binary(max_size=4))
     assert_same(framed(bytes(message)), framing="length_prefixed")
-    assert carried([bytes(message)], True) == carried([bytes(message)], False)
+    assert carried([bytes(message)], "compiled") == carried([bytes(message)], "pure")
 
 
 ATTRS = ["", "a", "a=", "=b", "=", "&&", "a=1&a=2&b=3&a=4", "dt=+17&x=y=z", "dt=-0", "dt=0017",
@@ -122,7 +124,7 @@ def test_attribute_strings(attr):
         messages.append(enc.encode_v4([b"a"], attr, ext_field=ext, data_time=17, compress=True))
     for message in messages:
         assert_same(message)
-    assert carried(messages, True) == carried(messages, False)
+    assert carried(messages, "compiled") == carried(messages, "pure")
 
 
 def test_common_messages_take_the_compiled_walk():
@@ -205,21 +207,20 @@ def test_repeated_runs(values, runs):
     got.validate(full=True)
 
 
-def test_the_compiled_walk_takes_over_within_a_file(monkeypatch):
-    """Once the process has read COMPILED_AFTER_BYTES the compiled walk takes the rest of
+def test_the_compiled_walk_takes_over_within_a_file(auto_walk):
+    """Once the process has read `pure_below` bytes the compiled walk takes the rest of
     the file (from the next window of frames), its rows joining the pure walk's in the
     same batches."""
-    monkeypatch.setattr(decoder, "COMPILED_AFTER_BYTES", 5000)
-    monkeypatch.setattr(decoder, "WINDOW_BYTES", 2000)
-    monkeypatch.setattr(decoder, "_bytes_read", 0)
+    auto_walk.setattr(decoder.WALK, "pure_below", 5000)
+    auto_walk.setattr(decoder, "WINDOW_BYTES", 2000)
     data = enc.length_prefixed([vector(case) for case in CASES] * 3)
-    assert len(data) > 4 * decoder.COMPILED_AFTER_BYTES  # windows on both walks
+    assert len(data) > 4 * decoder.WALK.pure_below  # windows on both walks
     accounting = FileAccounting("mem.bin", "inlong")
     opts = InlongOptions(framing="length_prefixed", batch_rows=40)
     stream = ChunkedReads(data, [1500])  # the window reads a little at a time
     auto = list(decode(stream, "mem.bin", accounting, opts))
-    assert decoder._bytes_read == len(data)
+    assert decoder.WALK.read == len(data)
     got = [item.to_pylist() if isinstance(item, pa.RecordBatch) else dataclasses.astuple(item)
            for item in auto]  # fmt: skip
-    pure = outcome(data, False, framing="length_prefixed", batch_rows=40)
+    pure = outcome(data, "pure", framing="length_prefixed", batch_rows=40)
     assert [*got, accounting.to_dict()] == pure

@@ -22,7 +22,7 @@ from numba import njit
 
 from wirecodecs.arrow_columns import binary_column, offsets_of, pooled
 from wirecodecs.kafka.schema import HEADER_TYPE
-from wirecodecs.kernels import copy, enlarged, unowned
+from wirecodecs.kernels import copy, enlarged, load, readonly, unowned
 
 _FAILED = -1  # a position no walk can reach: the batch needs the pure walk's error
 _GROW = -2  # a buffer may be too small for the section: grow them and walk it again
@@ -178,7 +178,7 @@ class Columns:
         """Append the records of a decompressed v2 records section, or None when the
         section is not exactly `count` well-formed records (the caller's pure walk then
         says why)."""
-        view = np.frombuffer(data, np.uint8)
+        view = readonly(data)
         status = _walk(view, count, self._rows, self._headers, *self._bytes, self._used)
         while status < _FAILED:  # _GROW or _MORE_HEADERS
             self._grow(view.size, count, status == _MORE_HEADERS)
@@ -237,3 +237,9 @@ class Columns:
                 children=[header_pairs],
             ),
         )
+
+
+def warm() -> None:
+    """Load the walk for the arguments `Columns.walk` gives it (`wirecodecs.compiled.warm`)."""
+    columns = Columns()
+    load(_walk, readonly(b""), 0, columns._rows, columns._headers, *columns._bytes, columns._used)

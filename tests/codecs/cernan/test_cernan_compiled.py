@@ -1,4 +1,4 @@
-"""The compiled JSON walk (`fastjson.py`) against the pure path (fastavro, then
+"""The compiled JSON walk (`compiled.py`) against the pure path (fastavro, then
 `render.datums_json`): the same text for every block it takes, None for every block it
 must leave to the pure path (damaged bytes, NaN, a datum the stdlib encoder writes)."""
 
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from wirecodecs.cernan import decoder
 from wirecodecs.cernan import encoder as enc
-from wirecodecs.cernan.fastjson import MAX_MAP_KEYS, program, render_block
+from wirecodecs.cernan.compiled import MAX_MAP_KEYS, program, render_block
 from wirecodecs.cernan.render import _holds_float, datums_json
-from wirecodecs.compiled import file_size
+from wirecodecs.compiled import file_size, forced
 
 pytest.importorskip("numba")
 
@@ -234,13 +234,9 @@ def test_schemas_only_the_pure_path_takes(schema):
     assert program(parse_schema(schema)) is None
 
 
-def _decoded(data: bytes, compiled_walk: bool):
-    chosen = decoder.COMPILED
-    decoder.COMPILED = compiled_walk
-    try:
+def _decoded(data: bytes, walk: str):
+    with forced(walk):
         got = run(data)
-    finally:
-        decoder.COMPILED = chosen
     return got.records, got.packets, got.quarantined, got.accounting
 
 
@@ -266,24 +262,22 @@ def test_packets_either_walk_takes_decode_alike():
         enc.frame(enc.Packet(enc.container(ALL_TYPES, [], codec="snappy"))),
     ]
     data = b"".join(frames)
-    assert _decoded(data, True) == _decoded(data, False)
-    records, packets, quarantined, _ = _decoded(data, True)
+    assert _decoded(data, "compiled") == _decoded(data, "pure")
+    records, packets, quarantined, _ = _decoded(data, "compiled")
     assert [p["record_count"] for p in packets] == [3, 4, 1, 0, 0]
     assert len(quarantined) == 1
     assert struct.unpack(">I", frames[0][:4])[0] == packets[0]["packet_length"]
     assert records[0]["record_json"] == '{"d":2.5,"f":1.5,"maybe":3.0,"s":"x","ds":[1.0]}'
 
 
-def test_auto_takes_the_compiled_walk_for_a_large_file_from_its_start(tmp_path, monkeypatch):
-    """AUTO: a file of COMPILED_AFTER_BYTES or more (fstat) is compiled from its first
-    packet; a small stream, not before the process has read that much."""
-    monkeypatch.setattr(decoder, "COMPILED", decoder.AUTO)
-    monkeypatch.setattr(decoder, "_bytes_read", 0)
-    path = tmp_path / "dump.cernan"
-    path.write_bytes(b"x" * decoder.COMPILED_AFTER_BYTES)
-    with path.open("rb") as stream:
-        assert file_size(stream) == decoder.COMPILED_AFTER_BYTES
-        assert decoder._compiled(decoder.StreamWindow(stream), file_size(stream))
+def test_auto_takes_the_compiled_walk_for_a_large_file_from_its_start(tmp_path, auto_walk):
+    """A file of `pure_below` bytes or more (fstat) is compiled from its first packet; a
+    small stream, not before the process has read that much."""
     small = io.BytesIO(b"x" * 100)
     assert file_size(small) == 0
     assert not decoder._compiled(decoder.StreamWindow(small), 0)
+    path = tmp_path / "dump.cernan"
+    path.write_bytes(b"x" * decoder.WALK.pure_below)
+    with path.open("rb") as stream:
+        assert file_size(stream) == decoder.WALK.pure_below
+        assert decoder._compiled(decoder.StreamWindow(stream), file_size(stream))

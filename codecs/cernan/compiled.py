@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 from numba import njit
 
-from wirecodecs.kernels import copy, unowned
+from wirecodecs.kernels import copy, load, readonly, unowned
 
 MAX_DEPTH = 48  # nesting levels; render's float scan assumes a float beyond 64
 MAX_MAP_KEYS = 64  # map entries compared for duplicates (fastavro's dict keeps one)
@@ -580,8 +580,7 @@ def render_block(prog: Program, raw, count: int) -> tuple[bytes, np.ndarray] | N
     """The block's `count` datums as JSON text back to back and each one's end offset,
     exactly as fastavro and `render.datums_json` give them; None where the pure path must
     say (module docstring)."""
-    data = np.frombuffer(raw, np.uint8)
-    data.flags.writeable = False  # one compiled signature whether `raw` is bytes or not
+    data = readonly(raw)
     used, floats, out, ends, fpos, fval = _walk(
         prog.nodes, prog.pool, prog.pool_at, prog.root, prog.depth, data, count
     )
@@ -592,3 +591,12 @@ def render_block(prog: Program, raw, count: int) -> tuple[bytes, np.ndarray] | N
         out = _splice(out, used, ends, fpos, floats, np.frombuffer(texts, np.uint8))
         return out.tobytes(), ends
     return out[:used].tobytes(), ends
+
+
+def warm() -> None:
+    """Load the walk and the float splice for the arguments `render_block` gives them
+    (`wirecodecs.compiled.warm`)."""
+    prog = program("long")
+    load(_walk, prog.nodes, prog.pool, prog.pool_at, prog.root, prog.depth, readonly(b""), 0)
+    ints = np.empty(0, np.int64)
+    load(_splice, np.empty(0, np.uint8), 0, ints, ints, 0, readonly(b""))

@@ -1,4 +1,4 @@
-"""The compiled event walk (`fastpath`) against the pure `EventReader` on the same events:
+"""The compiled event walk (`compiled.py`) against the pure `EventReader` on the same events:
 rows identical, and every value the walk leaves to the pure reader fails or decodes there
 with the same error or row. Events: the golden vectors' Kafka values, realistic log
 events, each damaged at every byte, and rendering corner cases (floats of every bit
@@ -19,9 +19,9 @@ from budget import sweep
 from hercules_helpers import DATA
 
 from wirecodecs.errors import DecodeError
+from wirecodecs.hercules.compiled import Columns
 from wirecodecs.hercules.decoder import read_value
 from wirecodecs.hercules.encoder import Event, Value, encode_event
-from wirecodecs.hercules.fastpath import Columns
 from wirecodecs.hercules.options import HerculesOptions
 from wirecodecs.hercules.payload import decode_values
 from wirecodecs.hercules.samples import log_event

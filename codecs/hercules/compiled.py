@@ -51,7 +51,7 @@ from wirecodecs.hercules.event import (
     WIDTH,
 )
 from wirecodecs.hercules.schema import HERCULES_SCHEMA, TAG_FIELDS, TAG_TYPE
-from wirecodecs.kernels import big_endian, copy, enlarged, unowned
+from wirecodecs.kernels import big_endian, copy, enlarged, load, readonly, unowned
 from wirecodecs.rows import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS
 
 _FAILED = -1  # the event does not read, or needs the pure reader: it says what to do
@@ -754,6 +754,7 @@ class Columns:
         max_event: int,
     ) -> tuple[int, int]:
         """The compiled file walk (`_walk_file`), growing buffers as it asks."""  # fmt: skip
+        data = readonly(data)
         while True:
             limits = (max_events, max_rows, max_tags, max_event, self.max_depth)
             outcome, pos = _walk_file(data, pos, end, ahead, *limits, self._cols(), self.scratch)
@@ -763,6 +764,7 @@ class Columns:
 
     def walk_values(self, data: np.ndarray, offsets: np.ndarray, first: int, max_event: int):
         """The compiled value walk (`_walk_values`), growing buffers as it asks."""
+        data = readonly(data)
         while True:
             outcome, at = _walk_values(data, offsets, first, max_event, self.max_depth,
                                        self._cols(), self.scratch)  # fmt: skip
@@ -926,3 +928,13 @@ def _masked(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     else:
         data, type_ = values, pa.from_numpy_dtype(values.dtype)
     return pa.Array.from_buffers(type_, values.size, [bitmap, pa.py_buffer(data)], nulls)
+
+
+def warm() -> None:
+    """Load the file walk, the value walk and the float splice for the arguments
+    `Columns` gives them (`wirecodecs.compiled.warm`)."""
+    columns, data, ints = Columns(1), readonly(b""), np.empty(0, np.int64)
+    load(_walk_file, data, *[0] * 8, columns._cols(), columns.scratch)
+    load(_walk_values, data, ints, 0, 0, 0, columns._cols(), columns.scratch)
+    text = np.empty(0, np.uint8)
+    load(_splice, text, ints, ints, np.empty(0, np.int32), text, text, ints)

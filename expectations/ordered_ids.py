@@ -5,9 +5,12 @@ offsets increase per topic-partition, a Cernan dump's (packet_index, record_inde
 file. So an id list splits into a group (topic, partition) and an order (offset): if
 within every run of rows of one group in a part the order strictly increases, and the
 order ranges of a group's runs never overlap, no two rows share an id. Checking that
-needs one pass over the id columns, in the order the rows were written, and a few rows
-per Arrow batch back to the driver; only the groups that break it (a replayed batch, a
-file loaded twice) are searched for duplicates, by a grouping of their rows alone.
+needs one pass over the id columns in the order the rows were written: each executor
+task reads one part file's id columns with pyarrow (Spark's own scan would hand the rows
+to Python through its row-to-Arrow conversion, 7x the time on a 1 GB Kafka day), and
+sends the driver a few values per Arrow batch. Only the groups that break it (a replayed
+batch, a file loaded twice) are searched for duplicates, by a grouping of their rows
+alone.
 
 `duplicate_rows` gives what Great Expectations' `expect_compound_columns_to_be_unique`
 counts: rows (those with every id column null aside) whose id another row shares.
@@ -22,9 +25,12 @@ from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import StructType
+
+from wirecodecs.locations import resolve
 
 # Id column lists whose rows a decode writes in increasing order within a part file:
 # the last n columns (the order) increase strictly for each value of the others (the
@@ -35,6 +41,14 @@ ORDERED_IDS: dict[tuple[str, ...], int] = {
     ("source_file", "packet_index", "record_index"): 2,
     ("source_file", "packet_index"): 1,
 }
+# Up to this many rows the driver reads the id columns itself: on a small day, starting
+# the Python workers costs more than the read (16 MB Kafka day, 132,804 rows: 2.3 s
+# for the Spark job under load, 0.2 s in the driver).
+DRIVER_READ_ROWS = 1_000_000
+# The Spark job that reads the id columns says so, for whoever counts a run's reads of
+# the partition in its event log (bench/pipeline.py): Spark's scans name themselves.
+DESCRIPTION = "spark.job.description"
+ID_READ = "read the id columns of the day's files, as written (ordered_ids)"
 
 
 def order_of(columns: Sequence[str]) -> int:
@@ -48,19 +62,22 @@ def kept(columns: Sequence[str]) -> Column:
     return ~reduce(lambda a, b: a & b, [F.col(name).isNull() for name in columns])
 
 
-def duplicate_rows(frame: DataFrame, columns: Sequence[str], ordered: int) -> int:
-    """Rows of `frame` whose id (`columns`, the last `ordered` of them its order) another
-    row shares."""
+def duplicate_rows(
+    frame: DataFrame, files: Sequence[str], columns: Sequence[str], ordered: int, rows: int
+) -> int:
+    """Rows of `frame`, which reads the Parquet `files` (`rows` rows) whole, whose id
+    (`columns`, the last `ordered` of them its order) another row shares."""
     columns = list(columns)
-    rows = frame.where(kept(columns)).select(*columns)
-    suspects = suspect_groups(rows, columns, ordered)
+    in_driver = rows <= DRIVER_READ_ROWS
+    suspects = suspect_groups(frame.sparkSession, files, columns, ordered, in_driver=in_driver)
     if not suspects:
         return 0
+    ids = frame.where(kept(columns)).select(*columns)
     group = columns[:-ordered]
-    keys = rows.sparkSession.createDataFrame(
-        suspects, StructType([rows.schema[name] for name in group])
+    keys = ids.sparkSession.createDataFrame(
+        suspects, StructType([ids.schema[name] for name in group])
     ).toDF(*[f"_key_{i}" for i in range(len(group))])
-    joined = rows.join(
+    joined = ids.join(
         F.broadcast(keys),
         reduce(
             lambda a, b: a & b,
@@ -71,50 +88,60 @@ def duplicate_rows(frame: DataFrame, columns: Sequence[str], ordered: int) -> in
     return shared.agg(F.sum("count")).first()[0] or 0
 
 
-def suspect_groups(rows: DataFrame, columns: Sequence[str], ordered: int) -> list[tuple]:
-    """The groups (values of the leading columns) whose rows may share an id: a run of
-    them in a part does not strictly increase in order, or two runs' ranges overlap. One
-    pass over the id columns."""
+def suspect_groups(
+    spark: SparkSession,
+    files: Sequence[str],
+    columns: Sequence[str],
+    ordered: int,
+    *,
+    in_driver: bool,
+) -> list[tuple]:
+    """The groups (values of the leading columns) whose rows in the Parquet `files` may
+    share an id: a run of them in a part does not strictly increase in order, or two runs'
+    ranges overlap. One read of the id columns: by the driver, or a Spark task per file."""
     group, order = list(columns[:-ordered]), list(columns[-ordered:])
-    fields = [rows.schema[name] for name in group]
-    for prefix in ("first", "last"):
-        fields += [
-            StructField(f"{prefix}_{i}", rows.schema[name].dataType) for i, name in enumerate(order)
-        ]
-    schema = StructType([*fields, StructField("broken", LongType(), False)])
-    runs = rows.select(*columns).mapInArrow(partial(_runs, group, order), schema).collect()
+    read = partial(_file_runs, group, order)
+    if in_driver or not files:
+        return _offending([run for file in files for run in read(file)], len(group), len(order))
+    context = spark.sparkContext
+    described = context.getLocalProperty(DESCRIPTION)
+    context.setLocalProperty(DESCRIPTION, ID_READ)
+    try:
+        runs = context.parallelize(list(files), len(files)).flatMap(read).collect()
+    finally:
+        context.setLocalProperty(DESCRIPTION, described)
     return _offending(runs, len(group), len(order))
 
 
-def _runs(group: list[str], order: list[str], batches: Iterator[pa.RecordBatch]):
-    """Per Arrow batch, one row per run of consecutive rows of one group: the group, its
-    first and last order values, and how many steps inside it do not strictly increase
-    (a null order value counts as one)."""
-    for batch in batches:
-        n = batch.num_rows
-        if n == 0:
-            continue
-        starts = [0]
-        if n > 1:
-            changed = reduce(pc.or_, [_differs(batch.column(name)) for name in group])
-            starts += [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
-        steps = _increases(batch, order) if n > 1 else pa.array([], pa.bool_())
-        nulls = reduce(pc.or_, [pc.is_null(batch.column(name)) for name in order])
-        ends = [*starts[1:], n]
-        out = defaultdict(list)
-        for start, end in zip(starts, ends, strict=True):
-            for name in group:
-                out[name].append(batch.column(name)[start].as_py())
-            for i, name in enumerate(order):
-                out[f"first_{i}"].append(batch.column(name)[start].as_py())
-                out[f"last_{i}"].append(batch.column(name)[end - 1].as_py())
-            bad = pc.sum(pc.invert(steps.slice(start, end - 1 - start))).as_py() or 0
-            out["broken"].append(bad + (pc.sum(nulls.slice(start, end - start)).as_py() or 0))
-        types = [batch.schema.field(name).type for name in group]
-        types += [batch.schema.field(name).type for name in order] * 2
-        names = [*group] + [f"{p}_{i}" for p in ("first", "last") for i in range(len(order))]
-        schema = pa.schema([*zip(names, types, strict=True), ("broken", pa.int64())])
-        yield pa.RecordBatch.from_pydict(out, schema=schema)
+def _file_runs(group: list[str], order: list[str], location: str) -> Iterator[tuple]:
+    """The runs of one part file (see `_runs`), its rows with every id column null aside."""
+    filesystem, path = resolve(location)
+    with filesystem.open_input_file(path) as file:
+        for batch in pq.ParquetFile(file).iter_batches(columns=[*group, *order]):
+            present = reduce(pc.or_, [pc.is_valid(column) for column in batch.columns])
+            yield from _runs(group, order, batch.filter(present))
+
+
+def _runs(group: list[str], order: list[str], batch: pa.RecordBatch) -> Iterator[tuple]:
+    """One tuple per run of consecutive rows of one group: the group, its first and last
+    order values, and how many steps inside it do not strictly increase (a null order
+    value counts as one)."""
+    n = batch.num_rows
+    if n == 0:
+        return
+    starts = [0]
+    if n > 1:
+        changed = reduce(pc.or_, [_differs(batch.column(name)) for name in group])
+        starts += [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+    steps = _increases(batch, order) if n > 1 else pa.array([], pa.bool_())
+    nulls = reduce(pc.or_, [pc.is_null(batch.column(name)) for name in order])
+    for start, end in zip(starts, [*starts[1:], n], strict=True):
+        key = [batch.column(name)[start].as_py() for name in group]
+        first = [batch.column(name)[start].as_py() for name in order]
+        last = [batch.column(name)[end - 1].as_py() for name in order]
+        bad = pc.sum(pc.invert(steps.slice(start, end - 1 - start))).as_py() or 0
+        bad += pc.sum(nulls.slice(start, end - start)).as_py() or 0
+        yield (*key, *first, *last, bad)
 
 
 def _differs(column: pa.Array) -> pa.Array:

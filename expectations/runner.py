@@ -59,28 +59,43 @@ def _context(docs_dir: str):
 
 
 def validate(
-    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, run_name: str
+    frame,
+    suite: gx.ExpectationSuite,
+    asset: str,
+    docs_dir: str,
+    run_name: str,
+    files: list[str] | None = None,
 ) -> Outcome:
     """Validate the Spark DataFrame `frame` (asset name `asset`; `run_name` says which
-    day and decode run Data Docs show it as); Data Docs go to `docs_dir`.
+    day and decode run Data Docs show it as); Data Docs go to `docs_dir`. `files`: the
+    Parquet files `frame` reads whole, whose ids the engine checks as written
+    (shared_scan); without them, Great Expectations sorts the day for uniqueness.
 
     The first pass asks for counts and quotes (`BASIC`): quotes cost nothing on a clean
     day (shared_scan reads them only for metrics with unexpected values). A failed
     expectation sends the day to a second pass for the failing rows' lineage (`SUMMARY`)."""
-    outcome = _run(frame, suite, asset, docs_dir, "BASIC", run_name)
+    outcome = _run(frame, files, suite, asset, docs_dir, "BASIC", run_name)
     if outcome.failures:
         shutil.rmtree(docs_dir, ignore_errors=True)
-        outcome = _run(frame, suite, asset, docs_dir, "SUMMARY", run_name)
+        outcome = _run(frame, files, suite, asset, docs_dir, "SUMMARY", run_name)
     offline_docs.make_offline(docs_dir)
     return outcome
 
 
 def _run(
-    frame, suite: gx.ExpectationSuite, asset: str, docs_dir: str, detail: str, run_name: str
+    frame,
+    files: list[str] | None,
+    suite: gx.ExpectationSuite,
+    asset: str,
+    docs_dir: str,
+    detail: str,
+    run_name: str,
 ) -> Outcome:
     context = _context(docs_dir)
     source = shared_scan.add_datasource(context, "wirelake")
-    source.get_execution_engine().data_asset_name = run_name  # what Data Docs call the batch
+    engine = source.get_execution_engine()
+    engine.data_asset_name = run_name  # what Data Docs call the batch
+    engine.batch_files = files
     batch = source.add_dataframe_asset(name=asset).add_batch_definition_whole_dataframe(
         name="partition"
     )

@@ -16,7 +16,8 @@ changes only when and how metric values are computed:
   Spark aggregation over the batch, each over its own domain by a predicate instead of a
   filter; Spark reads only the columns they name.
 - An ordered id list's uniqueness (`ordered_ids`) is counted from the rows as written,
-  without the window GE sorts the day for.
+  without the window GE sorts the day for, when the engine knows the Parquet files the
+  batch reads (`batch_files`).
 - Quotes (unexpected values, their rows, a query's rows) are deferred too, and read only
   for metrics whose count is not zero: a clean day quotes nothing.
 
@@ -82,6 +83,7 @@ class SharedScanEngine(SparkDFExecutionEngine):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.data_asset_name: str | None = None  # what Data Docs name the batch by
+        self.batch_files: list[str] | None = None  # the Parquet files the batch reads whole
         self._graph: dict = {}
         # deferred metrics: id -> (GE's computation, how this engine computes it: a plan)
         self._pending: dict[str, tuple[MetricComputationConfiguration, tuple]] = {}
@@ -166,6 +168,8 @@ class SharedScanEngine(SparkDFExecutionEngine):
         columns = accessor.get("column_list") or []
         order = ordered_ids.order_of(columns)
         if name == "compound_columns.unique.unexpected_count" and order:
+            if self.batch_files is None:
+                return None
             plain = not (compute.get("row_condition") or compute.get("filter_conditions"))
             if plain and domain.get("ignore_row_if") == "all_values_are_missing":
                 return ("ordered", (list(columns), order))
@@ -236,7 +240,9 @@ class SharedScanEngine(SparkDFExecutionEngine):
             kinds[kind][metric_id] = payload if kind != "bundle" else config
         values, rows, failed = self._aggregate(kinds["aggregate"])
         for metric_id, (columns, order) in kinds["ordered"].items():
-            values[metric_id] = ordered_ids.duplicate_rows(self._batch(), columns, order)
+            values[metric_id] = ordered_ids.duplicate_rows(
+                self._batch(), self.batch_files, columns, order, rows
+            )
         for metric_id, query in kinds["rows_query"].items():
             values[metric_id] = len(self._without_batch(query, rows).collect())
         if kinds["bundle"]:

@@ -91,10 +91,10 @@ def read_manifest(args) -> tuple[str, dict]:
     return location, storage.read_json(location)
 
 
-def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
+def read_partition(spark: SparkSession, args, manifest: dict) -> tuple[DataFrame, list[str]]:
     """Partition D of the checked table as the decode run the manifest records committed
-    it (its version of the table); empty (its schema) when the run wrote none, so the
-    count reconciliation, not a read error, reports a missing partition."""
+    it (its version of the table), and its files; empty (its schema) when the run wrote
+    none, so the count reconciliation, not a read error, reports a missing partition."""
     table = layout.table_dir(args.warehouse, args.checked)
     if "versions" not in manifest["outputs"]:
         raise JobFailed(
@@ -104,14 +104,14 @@ def read_partition(spark: SparkSession, args, manifest: dict) -> DataFrame:
     version = manifest["outputs"]["versions"].get(table)
     files = lake.day_files(table, args.date, version) if version is not None else []
     if files:
-        return spark.read.parquet(*(storage.spark_location(spark, file) for file in files))
+        return spark.read.parquet(*(storage.spark_location(spark, file) for file in files)), files
     log.warning("%s has no partition dt=%s; validating it as empty", table, args.date)
     fmt = wirecodecs.get(manifest["format"])
     if args.table is None:  # the options the decode recorded, read as it read them
         schema = fmt.row_schema(resolve(fmt, manifest["options"]))
     else:
         schema = fmt.tables[args.table]
-    return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False)), []
 
 
 def run(spark: SparkSession, args: argparse.Namespace) -> dict:
@@ -125,11 +125,12 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     from expectations.checks import RunFacts
 
     suite = args.spec.build(RunFacts(args.date, manifest, trailing), args.params)
-    frame = read_partition(spark, args, manifest)
+    frame, files = read_partition(spark, args, manifest)
     docs_dir = layout.data_docs_dir(args.reports, args.checked, args.date)
     docs = tempfile.mkdtemp(prefix="wirelake-docs-")
     try:
-        outcome = runner.validate(frame, suite, args.checked, docs, run_name(args, manifest))
+        name = run_name(args, manifest)
+        outcome = runner.validate(frame, suite, args.checked, docs, name, files)
         storage.publish_dir(docs, docs_dir)
     finally:
         shutil.rmtree(docs, ignore_errors=True)

@@ -2,13 +2,15 @@
 built as the suite tests build them (from the vectors and sample writers), and how a
 result is compared (`comparable`: without run ids, times and expectation ids).
 
-The golden files under tests/data/validation_golden/ were written by `write` from the
-validation path before scan-shared metrics (issue 28), so a test comparing with them holds
-the new path to the old one's results."""
+The golden files under tests/data/validation_golden/ were written by the validation path
+before scan-shared metrics (issue 28), so a test comparing with them holds the new path to
+the old one's results: `<case>.json` the results (commit 8d262a1), `<case>.docs.txt` the
+words of the Data Docs validation page (commit 5cdd27d, times as <time>; `docs_text`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import re
 from collections.abc import Callable
@@ -18,6 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "validation_golden"
+RUN = "golden-run"  # the name the cases are validated under (Data Docs show it)
+_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z|\d{8}T\d{6}\.\d+Z")
 
 
 @dataclass(frozen=True)
@@ -232,21 +236,24 @@ def comparable(result: dict) -> dict:
     }
 
 
-def run(spark, case: Case, scratch: Path):
-    """The case validated as the validate job does (a small day: quotes in the first pass)."""
-    from expectations import registry, runner
+def prepared(spark, case: Case, scratch: Path) -> tuple:
+    """The case's day read from its Parquet file as the validate job reads a day (the
+    frame, its files) and its suite built."""
+    from suite_run import parquet_day
+
+    from expectations import registry
 
     rows = case.rows(scratch)
-    facts = case.facts(rows)
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=case.schema))
-    suite = registry.get(case.suite).build(facts, case.params)
-    return runner.validate(frame, suite, case.suite, str(scratch / "docs"), case.suite)
+    frame, files = parquet_day(
+        spark, pa.Table.from_pylist(rows, schema=case.schema), scratch / "day"
+    )
+    return frame, files, registry.get(case.suite).build(case.facts(rows), case.params)
 
 
-def write(spark, scratch: Path) -> None:
-    """Write the golden files (run once, from the path before issue 28)."""
-    GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name, case in cases().items():
-        outcome = run(spark, case, scratch / name)
-        text = json.dumps(comparable(outcome.result), indent=1, sort_keys=True, default=str)
-        (GOLDEN / f"{name}.json").write_text(text + "\n")
+def docs_text(docs_dir: Path) -> list[str]:
+    """The words a person reads on the Data Docs validation page under `docs_dir` (scripts,
+    styles and markup aside), times as <time>."""
+    (page,) = (docs_dir / "validations").rglob("*.html")
+    text = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", page.read_text())
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return _TIMES.sub("<time>", " ".join(text.split())).split()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,14 +50,26 @@ def land_day(warehouse: Path, table: str, rows: pa.Table, manifest: dict) -> Non
     path.write_text(json.dumps({**manifest, "outputs": {"versions": versions}}))
 
 
+def parquet_day(spark, table: pa.Table, folder: Path) -> tuple:
+    """`table` written as one Parquet part under `folder`, read back as the validate job
+    reads a day: the Spark frame and its files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / "part-0.parquet")
+    files = [str(folder / "part-0.parquet")]
+    return spark.read.parquet(*files), files
+
+
 def validate_rows(
     spark, suite: str, rows: list[dict], schema: pa.Schema, facts: RunFacts, tmp_path, **params
 ) -> runner.Outcome:
-    """`rows` (of `schema`) as a Spark frame, validated with the registered `suite` built
+    """`rows` (of `schema`) as a Parquet day, validated with the registered `suite` built
     for `facts` and `params`; data docs under tmp_path/docs."""
-    frame = spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
+    table = pa.Table.from_pylist(rows, schema=schema)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    frame, files = parquet_day(spark, table, Path(tempfile.mkdtemp(prefix="day-", dir=tmp_path)))
     built = registry.get(suite).build(facts, params)
-    return runner.validate(frame, built, suite, str(tmp_path / "docs"), f"{suite} test rows")
+    name = f"{suite} test rows"
+    return runner.validate(frame, built, suite, str(tmp_path / "docs"), name, files)
 
 
 def failed(failures: list[dict]) -> dict[tuple, dict]:

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from golden_cases import cases
 
-from expectations.ordered_ids import duplicate_rows, kept, order_of, suspect_groups
+from expectations.ordered_ids import duplicate_rows, order_of, suspect_groups
 from wirecodecs.kafka.schema import KAFKA_SCHEMA
 
 pytestmark = pytest.mark.spark
@@ -32,12 +32,14 @@ def ge_unexpected_count(frame, columns: list[str]) -> int:
     return result.result["unexpected_count"]
 
 
-def write_parts(folder, parts: list[list[dict]], schema: pa.Schema):
+def write_parts(spark, folder, parts: list[list[dict]], schema: pa.Schema):
+    """The parts as Parquet files under `folder`: the frame reading them, and the files."""
     folder.mkdir()
+    files = []
     for index, rows in enumerate(parts):
-        table = pa.Table.from_pylist(rows, schema=schema)
-        pq.write_table(table, folder / f"part-{index}.parquet", row_group_size=1000)
-    return str(folder)
+        files.append(str(folder / f"part-{index}.parquet"))
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), files[-1], row_group_size=1000)
+    return spark.read.parquet(*files), files
 
 
 @pytest.fixture(scope="module")
@@ -86,13 +88,12 @@ def without_folder(parts):
     ],
 )
 def test_counts_what_great_expectations_counts(spark, tmp_path, kafka_parts, change, suspects):
-    folder = write_parts(tmp_path / "day", change(kafka_parts), KAFKA_SCHEMA)
-    frame = spark.read.parquet(folder)
+    frame, files = write_parts(spark, tmp_path / "day", change(kafka_parts), KAFKA_SCHEMA)
 
-    rows = frame.where(kept(KAFKA_IDS)).select(*KAFKA_IDS)
-    assert suspect_groups(rows, KAFKA_IDS, 1) == suspects
+    for in_driver in (True, False):  # read by the driver (a small day), by Spark tasks
+        assert suspect_groups(spark, files, KAFKA_IDS, 1, in_driver=in_driver) == suspects
     expected = ge_unexpected_count(frame, KAFKA_IDS)
-    assert duplicate_rows(frame, KAFKA_IDS, order_of(KAFKA_IDS)) == expected
+    assert duplicate_rows(frame, files, KAFKA_IDS, order_of(KAFKA_IDS), frame.count()) == expected
     assert (expected > 0) == (change not in (list, interleaved))
 
 
@@ -102,11 +103,13 @@ def test_carried_kafka_ids_and_cernan_records(spark, tmp_path):
     rows = carried.rows(tmp_path / "h")
     replayed = [rows, rows[:3]]  # three records of the topic read twice
     ids = ["kafka_topic", "kafka_partition", "kafka_offset"]
-    frame = spark.read.parquet(write_parts(tmp_path / "carried", replayed, carried.schema))
-    assert duplicate_rows(frame, ids, order_of(ids)) == ge_unexpected_count(frame, ids) == 6
+    frame, files = write_parts(spark, tmp_path / "carried", replayed, carried.schema)
+    expected = ge_unexpected_count(frame, ids)
+    assert duplicate_rows(frame, files, ids, order_of(ids), frame.count()) == expected == 6
 
     records = cases()["cernan-clean"]
     rows = records.rows(tmp_path / "c")
     ids = ["source_file", "packet_index", "record_index"]
-    frame = spark.read.parquet(write_parts(tmp_path / "cernan", [rows, rows[5:6]], records.schema))
-    assert duplicate_rows(frame, ids, order_of(ids)) == ge_unexpected_count(frame, ids) == 2
+    frame, files = write_parts(spark, tmp_path / "cernan", [rows, rows[5:6]], records.schema)
+    expected = ge_unexpected_count(frame, ids)
+    assert duplicate_rows(frame, files, ids, order_of(ids), frame.count()) == expected == 2

@@ -19,7 +19,7 @@ import great_expectations as gx
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 
-from jobs.metrics import VOLUME_DAYS, VOLUME_MIN_DAYS, VOLUME_TOLERANCE, volume_band
+from expectations.volume import VOLUME_DAYS, VOLUME_MIN_DAYS, VOLUME_TOLERANCE, volume_band
 from wirecodecs.registry import overlay
 
 # Parameters of `in_run_window` (a suite lists them among its own, with these defaults).

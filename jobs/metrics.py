@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
-import statistics
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -396,20 +394,3 @@ def trailing_rows(
         for row in found
         if row["source"] == source
     ]
-
-
-# --- the usual volume ---------------------------------------------------------------------
-
-VOLUME_DAYS = 7  # a day's rows are compared with the median of this many days before it
-VOLUME_MIN_DAYS = 3  # ... once the metrics table holds at least this many of them
-VOLUME_TOLERANCE = 0.3  # rows may differ from that median by this share
-
-
-def volume_band(trailing: list[int], tolerance: float = VOLUME_TOLERANCE) -> tuple | None:
-    """(median, lowest, highest) row count of a usual day after the days `trailing` (oldest
-    first; the last VOLUME_DAYS count); None when fewer than VOLUME_MIN_DAYS are known."""
-    recent = trailing[-VOLUME_DAYS:]
-    if len(recent) < VOLUME_MIN_DAYS:
-        return None
-    median = statistics.median(recent)
-    return median, math.ceil(median * (1 - tolerance)), math.floor(median * (1 + tolerance))

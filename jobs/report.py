@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from expectations import volume
 from jobs import layout, metrics, report_page, storage
 from jobs.decode_settings import GATES
 
@@ -131,7 +132,7 @@ def _named(row: Mapping, landing: str, folder: str) -> dict:
 
 def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -> dict:
     """Everything report.json holds for day `date`, from the metrics table."""
-    first = date - dt.timedelta(days=max(days, metrics.VOLUME_DAYS + 1) - 1)
+    first = date - dt.timedelta(days=max(days, volume.VOLUME_DAYS + 1) - 1)
     decoded = metrics.read(lake["warehouse"], "decode", first, date)
     validated = metrics.read(lake["warehouse"], "validate", date, date)
     history: dict[str, dict[str, dict]] = {name: {} for name in sources}
@@ -149,7 +150,7 @@ def build(sources: Mapping, lake: Mapping[str, str], date: dt.date, days: int) -
         today = history[name].get(date.isoformat())
         earlier = [
             history[name][day.isoformat()]
-            for day in _days(date - dt.timedelta(days=metrics.VOLUME_DAYS), metrics.VOLUME_DAYS)
+            for day in _days(date - dt.timedelta(days=volume.VOLUME_DAYS), volume.VOLUME_DAYS)
             if day.isoformat() in history[name]
         ]
         tables = [checks.get(table) for table in source["tables"]]
@@ -265,7 +266,7 @@ def _entry(
     }
     if today is None:
         return entry
-    band = metrics.volume_band([row["rows"] for row in earlier])
+    band = volume.volume_band([row["rows"] for row in earlier])
     median = None if band is None else band[0]
     entry.update(
         rows=today["rows"],
@@ -297,7 +298,7 @@ def _relative(target: str, page: str) -> str | None:
 
 def _usual(values: list[float | None]) -> float | None:
     known = [value for value in values if value is not None]
-    return statistics.median(known) if len(known) >= metrics.VOLUME_MIN_DAYS else None
+    return statistics.median(known) if len(known) >= volume.VOLUME_MIN_DAYS else None
 
 
 def find_anomalies(today: Mapping, earlier: list[Mapping]) -> list[dict]:
@@ -305,7 +306,7 @@ def find_anomalies(today: Mapping, earlier: list[Mapping]) -> list[dict]:
     first): each as {"kind", "message", "value"}. Nothing is compared before the metrics
     table knows VOLUME_MIN_DAYS earlier days."""
     found = []
-    band = metrics.volume_band([row["rows"] for row in earlier])
+    band = volume.volume_band([row["rows"] for row in earlier])
     if band is not None and not band[1] <= today["rows"] <= band[2]:
         median, low, high = band
         change = today["rows"] / median - 1 if median else float("inf")
@@ -313,7 +314,7 @@ def find_anomalies(today: Mapping, earlier: list[Mapping]) -> list[dict]:
             {
                 "kind": "volume",
                 "message": f"{today['rows']:,} rows, {change:+.0%} against the trailing "
-                f"{metrics.VOLUME_DAYS}-day median {median:,.0f} (usual {low:,}-{high:,})",
+                f"{volume.VOLUME_DAYS}-day median {median:,.0f} (usual {low:,}-{high:,})",
                 "value": today["rows"],
             }
         )
@@ -334,7 +335,7 @@ def find_anomalies(today: Mapping, earlier: list[Mapping]) -> list[dict]:
                     "value": _round(value),
                 }
             )
-    if len(earlier) < metrics.VOLUME_MIN_DAYS:
+    if len(earlier) < volume.VOLUME_MIN_DAYS:
         return found
     seen_kinds = {error["kind"] for row in earlier for error in row["errors"]}
     for error in today["errors"]:

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import wirecodecs
+from expectations import volume
 from jobs import lake, layout, metrics, storage
 from jobs.cli import (
     EXIT_FAILED,
@@ -119,7 +120,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> dict:
     validation result, plus the run's figures (source, dt, params, failures...)."""
     manifest_location, manifest = read_manifest(args)
     trailing = metrics.trailing_rows(
-        args.warehouse, args.source, args.table, args.date, metrics.VOLUME_DAYS
+        args.warehouse, args.source, args.table, args.date, volume.VOLUME_DAYS
     )  # the checked table's rows on earlier days: the volume expectation's usual level
     from expectations import runner  # here: `main` loads Great Expectations while Spark starts
     from expectations.checks import RunFacts

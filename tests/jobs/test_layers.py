@@ -47,3 +47,14 @@ def test_what_executors_import_needs_no_spark(module):
     assert "pyspark" not in names
     driver_modules = {"jobs.decode", "jobs.plan", "jobs.execute", "jobs.verify", "jobs.save"}
     assert not names & driver_modules
+
+
+def test_the_suites_do_not_import_the_jobs():
+    """The validate job uses the suites (`expectations/`), never the reverse: what both
+    need (the usual volume) lives with the suites."""
+    offenders = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "expectations").rglob("*.py")
+        if "jobs" in imported(path)
+    }
+    assert offenders == set()

@@ -341,6 +341,66 @@ def _has_null(out, start, end):
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _float(raw, pos, single, scratch, as_float, as_double):
+    """A float (`single`) or double at `pos` as a float64 (its bytes copied to `scratch`,
+    read through its views `as_float` and `as_double`) and the next position, or
+    `_FAILED` when it runs past `raw` or is not finite (NaN and infinities: the pure
+    path)."""
+    size = 4 if single else 8
+    if raw.size - pos < size:
+        return 0.0, _FAILED
+    copy(scratch, 0, raw, pos, size)
+    value = np.float64(as_float[0]) if single else as_double[0]
+    if not np.isfinite(value):
+        return 0.0, _FAILED
+    return value, pos + size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _long_text(op, raw, pos, out, used):
+    """A long at `pos` written as a number (LONG) or an ISO-8601 timestamp (TS_MILLIS,
+    TS_MICROS) into `out` (room for 64 bytes at `used`): (bytes used, the next position),
+    or a position of `_FAILED` (a bad varint, a timestamp near datetime's limits)."""
+    value, pos = _long(raw, pos)
+    if pos < 0:
+        return used, _FAILED
+    if op == LONG:
+        return _write_long(value, out, used), pos
+    scale = 1000 if op == TS_MILLIS else 1
+    if not _MIN_US // scale <= value <= _MAX_US // scale:
+        return used, _FAILED
+    return _write_timestamp(value * scale, out, used), pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_count(raw, pos):
+    """The item count of an array or map block at `pos` (a negative count: its size
+    follows, skipped) and the next position, or `_FAILED`."""
+    items, pos = _long(raw, pos)
+    if pos >= 0 and items < 0:
+        items = -items
+        _, pos = _long(raw, pos)
+    if pos < 0 or items < 0:
+        return 0, _FAILED
+    return items, pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _new_key(raw, pos, size, keys, key_ends, first, n_keys):
+    """Whether the map key `raw[pos:pos + size]` may join the map's keys so far
+    (`keys[first:n_keys]`, raw starts and ends): not a repeat (fastavro's dict keeps one
+    of them) nor its 65th."""
+    if n_keys - first == MAX_MAP_KEYS:
+        return False
+    for k in range(first, n_keys):
+        if key_ends[k] - keys[k] == size and np.array_equal(
+            raw[keys[k] : key_ends[k]], raw[pos : pos + size]
+        ):
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _walk(nodes, pool, pool_at, root, depth, raw, count):
     """Render `count` datums of node `root` that must fill `raw` exactly: the text in
@@ -386,24 +446,12 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                 used = _put(_TRUE if raw[pos] else _FALSE, out, used)
                 pos += 1
             elif op in (LONG, TS_MILLIS, TS_MICROS):
-                value, pos = _long(raw, pos)
+                used, pos = _long_text(op, raw, pos, out, used)
                 if pos < 0:
                     return _FAILED, 0, owned, ends, fpos, fval
-                if op == LONG:
-                    used = _write_long(value, out, used)
-                else:
-                    scale = 1000 if op == TS_MILLIS else 1
-                    if not _MIN_US // scale <= value <= _MAX_US // scale:
-                        return _FAILED, 0, owned, ends, fpos, fval
-                    used = _write_timestamp(value * scale, out, used)
             elif op in (FLOAT, DOUBLE):
-                size = 4 if op == FLOAT else 8
-                if raw.size - pos < size:
-                    return _FAILED, 0, owned, ends, fpos, fval
-                copy(scratch, 0, raw, pos, size)
-                pos += size
-                value = np.float64(as_float[0]) if op == FLOAT else as_double[0]
-                if not np.isfinite(value):
+                value, pos = _float(raw, pos, op == FLOAT, scratch, as_float, as_double)
+                if pos < 0:
                     return _FAILED, 0, owned, ends, fpos, fval
                 if floats == fpos.size:
                     fpos = np.concatenate((fpos, np.empty_like(fpos)))
@@ -489,12 +537,9 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                 descend = -1
                 if not first:
                     st_pos[top] -= 1
-                if st_pos[top] == 0:  # a new block: its count (negative: a size follows)
-                    items, pos = _long(raw, pos)
-                    if pos >= 0 and items < 0:
-                        items = -items
-                        _, pos = _long(raw, pos)
-                    if pos < 0 or items < 0:
+                if st_pos[top] == 0:  # a new block
+                    items, pos = _block_count(raw, pos)
+                    if pos < 0:
                         return _FAILED, 0, owned, ends, fpos, fval
                     if items == 0:
                         out[used] = 93 if parent == ARRAY else 125
@@ -510,13 +555,8 @@ def _walk(nodes, pool, pool_at, root, depth, raw, count):
                     size, pos = _long(raw, pos)
                     if pos < 0 or size < 0 or size > raw.size - pos:
                         return _FAILED, 0, owned, ends, fpos, fval
-                    if n_keys - st_keys[top] == MAX_MAP_KEYS:
+                    if not _new_key(raw, pos, size, keys, key_ends, st_keys[top], n_keys):
                         return _FAILED, 0, owned, ends, fpos, fval
-                    for k in range(st_keys[top], n_keys):
-                        if key_ends[k] - keys[k] == size and np.array_equal(
-                            raw[keys[k] : key_ends[k]], raw[pos : pos + size]
-                        ):
-                            return _FAILED, 0, owned, ends, fpos, fval  # fastavro's dict keeps one
                     keys[n_keys] = pos
                     key_ends[n_keys] = pos + size
                     n_keys += 1

@@ -41,10 +41,11 @@ ORDERED_IDS: dict[tuple[str, ...], int] = {
     ("source_file", "packet_index", "record_index"): 2,
     ("source_file", "packet_index"): 1,
 }
-# Up to this many rows the driver reads the id columns itself: on a small day, starting
-# the Python workers costs more than the read (16 MB Kafka day, 132,804 rows: 2.3 s
-# for the Spark job under load, 0.2 s in the driver).
-DRIVER_READ_ROWS = 1_000_000
+# Up to this many rows the driver reads the id columns itself: below it, starting Python
+# workers for the Spark tasks costs more than the read (1 GB Kafka day, 8.5 M rows, 2
+# cores: the whole validate job takes 0.89x the CPU seconds and 0.82x the wall time with
+# the driver's read; docs/performance.md).
+DRIVER_READ_ROWS = 10_000_000
 # The Spark job that reads the id columns says so, for whoever counts a run's reads of
 # the partition in its event log (bench/pipeline.py): Spark's scans name themselves.
 DESCRIPTION = "spark.job.description"

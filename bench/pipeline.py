@@ -58,7 +58,6 @@ import pyarrow.parquet as pq
 import yaml
 from pyarrow import fs as pafs
 
-from expectations import ordered_ids
 from jobs import layout, storage
 from jobs.decode_settings import with_data_root
 from jobs.spark_conf import SmallDayConf, job_conf, store_conf
@@ -268,7 +267,7 @@ def validate_job(day: Day) -> list[str]:
 def scan_jobs(day: Day) -> dict:
     """The Spark jobs of the last validate run that read the partition, from its event
     log: a job counts when a stage it ran (not one it skipped, its output reused) scans
-    Parquet files, or when it is the ordered id check's read of the files."""
+    Parquet files. (The ordered id check's read of the files is the driver's, no job.)"""
     (log,) = (day.scratch / "events").iterdir()
     active: dict[int, set[int]] = {}  # running job -> its stages
     scanning: set[int] = set()  # stages that read files
@@ -278,8 +277,6 @@ def scan_jobs(day: Day) -> dict:
         if event["Event"] == "SparkListenerJobStart":
             jobs.add(event["Job ID"])
             active[event["Job ID"]] = set(event["Stage IDs"])
-            if event["Properties"].get(ordered_ids.DESCRIPTION) == ordered_ids.ID_READ:
-                scanned.add(event["Job ID"])  # reads the files with pyarrow, not a Spark scan
             for stage in event["Stage Infos"]:
                 scopes = " ".join(
                     str(rdd.get("Scope", "")) + rdd["Name"] for rdd in stage["RDD Info"]

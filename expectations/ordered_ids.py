@@ -5,28 +5,33 @@ offsets increase per topic-partition, a Cernan dump's (packet_index, record_inde
 file. So an id list splits into a group (topic, partition) and an order (offset): if
 within every run of rows of one group in a part the order strictly increases, and the
 order ranges of a group's runs never overlap, no two rows share an id. Checking that
-needs one pass over the id columns in the order the rows were written: each executor
-task reads one part file's id columns with pyarrow (Spark's own scan would hand the rows
-to Python through its row-to-Arrow conversion, 7x the time on a 1 GB Kafka day), and
-sends the driver a few values per Arrow batch. Only the groups that break it (a replayed
-batch, a file loaded twice) are searched for duplicates, by a grouping of their rows
-alone.
+needs one read of the id columns in the order the rows were written: the driver reads
+each part file's id columns with pyarrow, a thread per core, while Spark runs the suite's
+shared aggregation (`shared_scan`). Spark's own scan would hand the rows to Python
+through its row-to-Arrow conversion (7x the time on a 1 GB Kafka day), and Spark tasks
+reading the files would start Python workers, which cost more CPU and memory than the
+read on the days this lake holds (docs/validation.md). Only the groups that break it (a
+replayed batch, a file loaded twice) are searched for duplicates, by a Spark grouping of
+their rows alone.
 
-`duplicate_rows` gives what Great Expectations' `expect_compound_columns_to_be_unique`
-counts: rows (those with every id column null aside) whose id another row shares.
+`suspect_groups`, then `duplicate_rows`, give what Great Expectations'
+`expect_compound_columns_to_be_unique` counts: rows (those with every id column null
+aside) whose id another row shares.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial, reduce
 from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -41,15 +46,6 @@ ORDERED_IDS: dict[tuple[str, ...], int] = {
     ("source_file", "packet_index", "record_index"): 2,
     ("source_file", "packet_index"): 1,
 }
-# Up to this many rows the driver reads the id columns itself: below it, starting Python
-# workers for the Spark tasks costs more than the read (1 GB Kafka day, 8.5 M rows, 2
-# cores: the whole validate job takes 0.89x the CPU seconds and 0.82x the wall time with
-# the driver's read; docs/performance.md).
-DRIVER_READ_ROWS = 10_000_000
-# The Spark job that reads the id columns says so, for whoever counts a run's reads of
-# the partition in its event log (bench/pipeline.py): Spark's scans name themselves.
-DESCRIPTION = "spark.job.description"
-ID_READ = "read the id columns of the day's files, as written (ordered_ids)"
 
 
 def order_of(columns: Sequence[str]) -> int:
@@ -64,15 +60,13 @@ def kept(columns: Sequence[str]) -> Column:
 
 
 def duplicate_rows(
-    frame: DataFrame, files: Sequence[str], columns: Sequence[str], ordered: int, rows: int
+    frame: DataFrame, columns: Sequence[str], ordered: int, suspects: list[tuple]
 ) -> int:
-    """Rows of `frame`, which reads the Parquet `files` (`rows` rows) whole, whose id
-    (`columns`, the last `ordered` of them its order) another row shares."""
-    columns = list(columns)
-    in_driver = rows <= DRIVER_READ_ROWS
-    suspects = suspect_groups(frame.sparkSession, files, columns, ordered, in_driver=in_driver)
+    """Rows of `frame` whose id (`columns`, the last `ordered` of them its order) another
+    row shares, searched among the `suspects` groups only (`suspect_groups`)."""
     if not suspects:
         return 0
+    columns = list(columns)
     ids = frame.where(kept(columns)).select(*columns)
     group = columns[:-ordered]
     keys = ids.sparkSession.createDataFrame(
@@ -89,38 +83,27 @@ def duplicate_rows(
     return shared.agg(F.sum("count")).first()[0] or 0
 
 
-def suspect_groups(
-    spark: SparkSession,
-    files: Sequence[str],
-    columns: Sequence[str],
-    ordered: int,
-    *,
-    in_driver: bool,
-) -> list[tuple]:
+def suspect_groups(files: Sequence[str], columns: Sequence[str], ordered: int) -> list[tuple]:
     """The groups (values of the leading columns) whose rows in the Parquet `files` may
     share an id: a run of them in a part does not strictly increase in order, or two runs'
-    ranges overlap. One read of the id columns: by the driver, or a Spark task per file."""
+    ranges overlap. Reads the id columns of the files, a thread per core (pyarrow decodes
+    without the GIL)."""
     group, order = list(columns[:-ordered]), list(columns[-ordered:])
-    read = partial(_file_runs, group, order)
-    if in_driver or not files:
-        return _offending([run for file in files for run in read(file)], len(group), len(order))
-    context = spark.sparkContext
-    described = context.getLocalProperty(DESCRIPTION)
-    context.setLocalProperty(DESCRIPTION, ID_READ)
-    try:
-        runs = context.parallelize(list(files), len(files)).flatMap(read).collect()
-    finally:
-        context.setLocalProperty(DESCRIPTION, described)
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        found = pool.map(partial(_file_runs, group, order), files)
+        runs = [run for file_runs in found for run in file_runs]
     return _offending(runs, len(group), len(order))
 
 
-def _file_runs(group: list[str], order: list[str], location: str) -> Iterator[tuple]:
+def _file_runs(group: list[str], order: list[str], location: str) -> list[tuple]:
     """The runs of one part file (see `_runs`), its rows with every id column null aside."""
     filesystem, path = resolve(location)
+    runs = []
     with filesystem.open_input_file(path) as file:
         for batch in pq.ParquetFile(file).iter_batches(columns=[*group, *order]):
             present = reduce(pc.or_, [pc.is_valid(column) for column in batch.columns])
-            yield from _runs(group, order, batch.filter(present))
+            runs += _runs(group, order, batch.filter(present))
+    return runs
 
 
 def _runs(group: list[str], order: list[str], batch: pa.RecordBatch) -> Iterator[tuple]:

@@ -17,7 +17,8 @@ changes only when and how metric values are computed:
   filter; Spark reads only the columns they name.
 - An ordered id list's uniqueness (`ordered_ids`) is counted from the rows as written,
   without the window GE sorts the day for, when the engine knows the Parquet files the
-  batch reads (`batch_files`).
+  batch reads (`batch_files`): the driver reads their id columns while Spark runs the
+  shared aggregation.
 - Quotes (unexpected values, their rows, a query's rows) are deferred too, and read only
   for metrics whose count is not zero: a clean day quotes nothing.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import ClassVar, Literal
 
@@ -238,11 +240,15 @@ class SharedScanEngine(SparkDFExecutionEngine):
         kinds = {kind: {} for kind in ("aggregate", "ordered", "rows_query", "quote", "bundle")}
         for metric_id, (config, (kind, payload)) in pending.items():
             kinds[kind][metric_id] = payload if kind != "bundle" else config
-        values, rows, failed = self._aggregate(kinds["aggregate"])
-        for metric_id, (columns, order) in kinds["ordered"].items():
-            values[metric_id] = ordered_ids.duplicate_rows(
-                self._batch(), self.batch_files, columns, order, rows
-            )
+        with ThreadPoolExecutor(max_workers=1) as driver:  # reads ids while Spark aggregates
+            suspects = {
+                metric_id: driver.submit(ordered_ids.suspect_groups, self.batch_files, *ids)
+                for metric_id, ids in kinds["ordered"].items()
+            }
+            values, rows, failed = self._aggregate(kinds["aggregate"])
+            for metric_id, (columns, order) in kinds["ordered"].items():
+                found = suspects[metric_id].result()
+                values[metric_id] = ordered_ids.duplicate_rows(self._batch(), columns, order, found)
         for metric_id, query in kinds["rows_query"].items():
             values[metric_id] = len(self._without_batch(query, rows).collect())
         if kinds["bundle"]:

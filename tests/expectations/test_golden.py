@@ -15,7 +15,7 @@ from expectations import runner
 CASES = cases()
 # Spark jobs of a clean day's validation: the shared aggregation is 2 (its scan, then
 # the result from the shuffle: adaptive execution runs them as two jobs); the ordered id
-# check (Kafka, Cernan) reads a small day's id columns in the driver, no job; a grouping
+# check (Kafka, Cernan) reads the id columns in the driver, no job; a grouping
 # GE computes itself 3 (Heka's uuids and Hercules' (timestamp, uuid) by a window,
 # InLong's declared counts by GROUP BY); a quote of values an error budget tolerates 1
 # (the Cernan packets day). Before issue 28: 10, 10, 12, 16, 19, 13, 13 and 46 jobs.

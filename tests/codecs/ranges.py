@@ -79,7 +79,7 @@ def in_ranges(
 
 
 def fits(accountings: Sequence[FileAccounting]) -> bool:
-    """The job's test that ranges may stand for the whole file (jobs.decode.split_failure);
+    """The job's test that ranges may stand for the whole file (jobs.execute.split_failure);
     one range is the whole file."""
     last = accountings[-1]
     return len(accountings) == 1 or (

@@ -255,7 +255,10 @@ class SharedScanEngine(SparkDFExecutionEngine):
             values.update(super().resolve_metric_bundle(list(kinds["bundle"].values())))
         self._graph.update(values)
         for metric_id in kinds["quote"]:
-            values[metric_id] = self._quote(pending[metric_id][0], rows)
+            try:
+                values[metric_id] = self._quote(pending[metric_id][0], rows)
+            except Exception as exc:  # as in `_aggregate`: only this quote's metric failed
+                failed[metric_id] = exc
         self._graph.update(values)
         self._metric_cache.update(values)
         if failed:

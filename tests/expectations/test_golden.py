@@ -1,12 +1,14 @@
 """Every format's suite, on a clean and a failing day read from Parquet as the validate
 job reads a day, gives the results and the Data Docs page that the validation path gave
 before scan-shared metrics (the golden files, written by that path), in as few Spark jobs
-as the suite allows."""
+as the suite allows; a metric that fails raises only its own expectation."""
 
 from __future__ import annotations
 
 import json
 
+import great_expectations as gx
+import great_expectations.expectations as gxe
 import pytest
 from golden_cases import GOLDEN, RUN, cases, comparable, docs_text, prepared
 
@@ -59,3 +61,32 @@ def test_results_and_data_docs_equal_the_golden_files(spark, tmp_path, name):
         assert now in shown
         shown = shown.replace(now, before)
     assert shown.split() == (GOLDEN / f"{name}.docs.txt").read_text().split()
+
+
+@pytest.mark.spark
+def test_a_metric_spark_refuses_raises_only_its_own_expectation(spark, tmp_path):
+    """A regex Java refuses fails its metric in the shared aggregation: as with Great
+    Expectations' own engine, only that expectation ends as raised."""
+    frame, files, suite = prepared(spark, CASES["kafka-clean"], tmp_path)
+    refused = gxe.ExpectColumnValuesToMatchRegex(column="topic", regex="(unclosed")
+    suite = gx.ExpectationSuite(name=suite.name, expectations=[*suite.expectations, refused])
+
+    outcome = runner.validate(frame, suite, "kafka", str(tmp_path / "docs"), RUN, files)
+    plain = (
+        gx.get_context(mode="ephemeral")
+        .data_sources.add_spark(name="plain", persist=False)
+        .add_dataframe_asset(name="kafka")
+        .add_batch_definition_whole_dataframe(name="day")
+        .get_batch(batch_parameters={"dataframe": frame})
+        .validate(suite, result_format="BASIC")
+        .to_json_dict()
+    )
+
+    def raised(result: dict) -> list[str]:
+        return [
+            item["expectation_config"]["type"]
+            for item in result["results"]
+            if '"raised_exception": true' in json.dumps(item.get("exception_info") or {})
+        ]
+
+    assert raised(outcome.result) == raised(plain) == ["expect_column_values_to_match_regex"]

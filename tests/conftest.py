@@ -1,7 +1,13 @@
-"""Fixtures shared by every test folder, the hypothesis profiles and the slow marks.
+"""Fixtures shared by every test folder, the hypothesis profiles, the slow marks and the
+order the workers take the modules in.
 
-One local SparkSession for the whole test session (starting one costs seconds and a JVM):
-two cores, UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
+One local SparkSession per test process (starting one costs seconds and a JVM): two cores,
+UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
+
+`./wirelake test` runs the suite on pytest-xdist workers, a module to a worker: those that
+start Airflow or a server first, then Spark's, then the rest (`_longest_first`), so that
+the long ones do not end the run alone; the controller meanwhile compiles the decoders'
+numba walks once (`pytest_sessionstart`).
 
 Property tests run under a hypothesis profile, "full" unless `--hypothesis-profile` names
 another: derandomized (the examples follow from each test's own code, so a commit always
@@ -25,6 +31,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -34,6 +42,12 @@ settings.register_profile("full", derandomize=True, database=None, deadline=None
 settings.register_profile("quick", settings.get_profile("full"), max_examples=10)
 settings.load_profile("full")  # pytest's --hypothesis-profile, when given, loads its own
 
+# Every JVM the tests start (the session's, spark-submit's, an Airflow task's) runs a small
+# day: the JIT's quick tier and the serial collector, as the DAG gives a small day's jobs
+# (`small_day` in dags/sources.yaml), spend less CPU than the optimising tier would.
+SMALL_DAY_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {SMALL_DAY_JVM}"
+
 SLOW = ("spark", "airflow", "service", "browser")
 FIXTURE_MARKS = {
     "spark": "spark",  # the session's SparkSession
@@ -42,8 +56,10 @@ FIXTURE_MARKS = {
 IMPLIED_MARKS = {"e2e": "airflow"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items):
+    """Marks each test before `-m` deselects by mark; orders the modules after pytest has
+    grouped the tests by their fixtures' parameters."""
     for item in items:
         for fixture in sorted(FIXTURE_MARKS.keys() & set(item.fixturenames)):
             item.add_marker(FIXTURE_MARKS[fixture])
@@ -52,6 +68,41 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(implied)
         if any(item.get_closest_marker(mark) for mark in SLOW):
             item.add_marker("slow")
+    yield
+    _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Modules that start Airflow or a server first, then Spark's, then the rest, each
+    module whole and in its own order: the workers of `./wirelake test` (pytest-xdist, a
+    module to a worker, in this order) then start the longest first and end together."""
+    rank: dict[str, int] = {}
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        weight = 0 if marks & {"airflow", "service"} else 1 if marks & set(SLOW) else 2
+        module = item.nodeid.split("::")[0]
+        rank[module] = min(rank.get(module, weight), weight)
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+
+
+def pytest_sessionstart(session):
+    """With workers (pytest-xdist), the controller compiles the decoders' numba walks into
+    the cache once (`python -m wirecodecs warm`), in the background while the first,
+    longest modules run, so that no two workers compile the same walk."""
+    config = session.config
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config.warming = subprocess.Popen(
+            [sys.executable, "-m", "wirecodecs", "warm"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+def pytest_sessionfinish(session):
+    warming = getattr(session.config, "warming", None)
+    if warming is not None:
+        warming.kill()
+        warming.wait()
 
 
 @pytest.fixture(scope="session")

@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Load every compiled walk from numba's cache (NUMBA_CACHE_DIR), compiling "
         "into it what is missing, and print the seconds it took.",
     )
+    warm.add_argument(
+        "formats",
+        nargs="*",
+        choices=sorted(compiled.WALKS),
+        metavar="FORMAT",
+        help=f"only these formats' walks (default: all of {', '.join(compiled.WALKS)})",
+    )
     warm.set_defaults(run=_run_warm)
     return parser
 
@@ -172,7 +179,7 @@ def _run_sample(args: argparse.Namespace) -> int:
 
 def _run_warm(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    compiled.warm()
+    compiled.warm(args.formats or compiled.WALKS)
     print(f"wirecodecs: compiled walks ready in {time.perf_counter() - start:.1f} s")
     return 0
 

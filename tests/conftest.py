@@ -6,8 +6,8 @@ UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
 
 `./wirelake test` runs the suite on pytest-xdist workers, a module to a worker: those that
 start Airflow or a server first, then Spark's, then the rest (`_longest_first`), so that
-the long ones do not end the run alone; the controller meanwhile compiles the decoders'
-numba walks once (`pytest_sessionstart`).
+the long ones do not end the run alone; before they start, the controller compiles the
+decoders' numba walks once (`pytest_sessionstart`).
 
 Property tests run under a hypothesis profile, "full" unless `--hypothesis-profile` names
 another: derandomized (the examples follow from each test's own code, so a commit always
@@ -86,23 +86,20 @@ def _longest_first(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionstart(session):
-    """With workers (pytest-xdist), the controller compiles the decoders' numba walks into
-    the cache once (`python -m wirecodecs warm`), in the background while the first,
-    longest modules run, so that no two workers compile the same walk."""
+    """With workers (pytest-xdist), the controller first fills numba's cache with the
+    decoders' compiled walks (`python -m wirecodecs warm`, a process per format), before
+    any worker starts: otherwise every worker, and every Spark task, that first takes a
+    walk on a cold cache compiles it at the same time as the others."""
     config = session.config
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        config.warming = subprocess.Popen(
-            [sys.executable, "-m", "wirecodecs", "warm"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        from wirecodecs import compiled
 
-
-def pytest_sessionfinish(session):
-    warming = getattr(session.config, "warming", None)
-    if warming is not None:
-        warming.kill()
-        warming.wait()
+        warming = [
+            subprocess.Popen([sys.executable, "-m", "wirecodecs", "warm", name])
+            for name in compiled.WALKS
+        ]
+        for process in warming:
+            process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import base64
 import datetime as dt
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,20 @@ def test_help_describes_both_commands_and_the_channels():
     assert result.returncode == 0
     for word in ("dump", "sample", "stdout", "stderr", "summary", "quarantined"):
         assert word in result.stdout
+
+
+def test_warm_fills_the_cache_with_the_named_formats_walks_only(tmp_path):
+    warmed = subprocess.run(
+        [sys.executable, "-m", "wirecodecs", "warm", "kafka"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "WIRELAKE_WALK": "auto"},
+        timeout=600,
+    )
+    assert warmed.returncode == 0, warmed.stderr
+    assert "compiled walks ready in" in warmed.stdout
+    # numba keeps a folder per source folder: <name>_<hash>
+    folders = {path.parent.name.rsplit("_", 1)[0] for path in tmp_path.rglob("*.nbi")}
+    assert "kafka" in folders and not folders & {"heka", "hercules", "inlong", "cernan"}, folders
+    unknown = run_cli("warm", "avro")
+    assert unknown.returncode == 2 and "invalid choice: 'avro'" in unknown.stderr

@@ -76,13 +76,12 @@ def _longest_first(items: list[pytest.Item]) -> None:
     """Modules that start Airflow or a server first, then Spark's, then the rest, each
     module whole and in its own order: the workers of `./wirelake test` (pytest-xdist, a
     module to a worker, in this order) then start the longest first and end together."""
-    rank: dict[str, int] = {}
+    rank: dict[object, int] = {}  # module path -> the lowest rank of its tests
     for item in items:
         marks = {mark.name for mark in item.iter_markers()}
         weight = 0 if marks & {"airflow", "service"} else 1 if marks & set(SLOW) else 2
-        module = item.nodeid.split("::")[0]
-        rank[module] = min(rank.get(module, weight), weight)
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+        rank[item.path] = min(rank.get(item.path, weight), weight)
+    items.sort(key=lambda item: rank[item.path])
 
 
 def pytest_sessionstart(session):

@@ -54,6 +54,7 @@ FIXTURE_MARKS = {
     "metadata_db": "service",  # a PostgreSQL server where one is installed (tests/scheduling)
 }
 IMPLIED_MARKS = {"e2e": "airflow"}
+WARMING = pytest.StashKey[list]()  # the warm processes the controller waits for
 
 
 @pytest.hookimpl(wrapper=True)
@@ -85,20 +86,28 @@ def _longest_first(items: list[pytest.Item]) -> None:
 
 
 def pytest_sessionstart(session):
-    """With workers (pytest-xdist), the controller first fills numba's cache with the
-    decoders' compiled walks (`python -m wirecodecs warm`, a process per format), before
-    any worker starts: otherwise every worker, and every Spark task, that first takes a
-    walk on a cold cache compiles it at the same time as the others."""
+    """With workers (pytest-xdist), the controller fills numba's cache with the decoders'
+    compiled walks (`python -m wirecodecs warm`, a process per format) while the workers
+    start and collect, and hands out no test before it is full
+    (`pytest_xdist_node_collection_finished`): otherwise every worker, and every Spark
+    task, that first takes a walk on a cold cache compiles it at the same time as the
+    others."""
     config = session.config
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         from wirecodecs import compiled
 
-        warming = [
+        config.stash[WARMING] = [
             subprocess.Popen([sys.executable, "-m", "wirecodecs", "warm", name])
             for name in compiled.WALKS
         ]
-        for process in warming:
-            process.wait()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """The controller's wait for the warm (`pytest_sessionstart`), before the first test
+    is handed out."""
+    for process in node.config.stash.get(WARMING, []):
+        process.wait()
 
 
 @pytest.fixture(scope="session")

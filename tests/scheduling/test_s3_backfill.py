@@ -1,7 +1,8 @@
-"""`./wirelake backfill` over two days of a source whose lake is on S3 (moto on loopback):
-the command starts the stack, the scheduler runs both days' DAG runs on the server, and the
-closing table reads each day's rows, manifest and validation there; the rows it shows are
-the rows of each day's table, and the secret key is in nothing the command printed."""
+"""`./wirelake backfill` of a day of a source whose lake is on S3 (moto on loopback): the
+command starts the stack, the scheduler runs the day's DAG run on the server, and the
+closing table reads the day's rows, manifest and validation there; the rows it shows are
+the rows of the day's table, and the secret key is in nothing the command printed (a
+backfill of several days: tests/scheduling/test_stack.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from s3jobs import upload  # noqa: E402  (the store tests' helpers)
 from s3server import moto_server  # noqa: E402
 
 pytestmark = [pytest.mark.airflow, pytest.mark.service]  # the stack, an S3 server
-DAYS = ("2026-11-24", "2026-11-25")
+DAYS = ("2026-11-25",)
 BUCKET = "lake"
 
 

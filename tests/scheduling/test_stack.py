@@ -2,13 +2,14 @@
 AIRFLOW_HOME, WIRELAKE_DATA and sources config; the API server on a free loopback port;
 alerts to a loopback SMTP server and HTTP receiver), in this order:
 
-- `./wirelake backfill` of a day that never landed while no stack runs: it starts the
-  stack, shows the day as "no landing" and stops the stack again;
 - `./wirelake up` and `status`, on PostgreSQL where it is installed (tests/pgserver.py);
-- unpausing source kafka, whose start_date makes catchup cover 8 past days: 5 never landed,
-  then 3 landed. The 3 succeed within a bound; the 5 are skipped at their first poke as
+- `./wirelake backfill` of a day that never landed: the table shows it as "no landing"
+  (a backfill that starts and stops a stack of its own: tests/scheduling/
+  test_backfill_faults.py);
+- unpausing source kafka, whose start_date makes catchup cover 7 past days: 5 never landed,
+  then 2 landed. The 2 succeed within a bound; the 5 are skipped at their first poke as
   "no landing" and hold no run slot;
-- `./wirelake backfill --rerun` of the 3 days: rows identical to the scheduled runs';
+- `./wirelake backfill --rerun` of the 2 days: rows identical to the scheduled runs';
 - one of them corrupted past the byte gate and rerun: decode fails at once (no retry), the
   alert reaches the SMTP server and the HTTP receiver with file@offset, and the day's
   previous partition is unchanged;
@@ -41,12 +42,12 @@ from airflowrun import (
 
 from wirecodecs import samples
 
-pytestmark = pytest.mark.e2e  # a real Airflow stack and 13 spark-submit runs: minutes
+pytestmark = pytest.mark.e2e  # a real Airflow stack and 9 spark-submit runs: minutes
 
 ROOT = Path(__file__).resolve().parents[2]
 YESTERDAY = dt.datetime.now(dt.UTC).date() - dt.timedelta(1)  # the last day catchup runs
-EMPTY = [str(YESTERDAY - dt.timedelta(n)) for n in range(7, 2, -1)]  # never landed
-LANDED = [str(YESTERDAY - dt.timedelta(n)) for n in range(2, -1, -1)]
+EMPTY = [str(YESTERDAY - dt.timedelta(n)) for n in range(6, 1, -1)]  # never landed
+LANDED = [str(YESTERDAY - dt.timedelta(n)) for n in range(1, -1, -1)]
 TASKS = ("wait_for_landing", "decode", "validate")
 BOUND_SECONDS = 15 * 60  # "does not stall", with a wide margin for a loaded 2-core machine
 CORRUPTED = "clicks-0/00000000000000000000.log"  # a file of the kafka sample day
@@ -66,14 +67,18 @@ class Lake(ProjectLake):
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, alerting, metadata_db) -> Lake:
-    """Source kafka starting 8 days ago with its last 3 days landed, and source idle (no
-    catchup, nothing landed) for a backfill that starts its own stack."""
+    """Source kafka starting 7 days ago with its last 2 days landed, and source idle (no
+    catchup, nothing landed, a missing day skipped at once) for a backfill of a day that
+    never landed."""
     root = tmp_path_factory.mktemp("stack")
     config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
     kafka = config["sources"]["kafka"]
+    # idle's scheduled run (yesterday's, never landed), made when the backfill unpauses it,
+    # is skipped at its first poke instead of waiting for the landing window to close
+    at_once = {**config["defaults"]["landing_check"], "lateness_hours": 0, "timeout_hours": 0}
     config["sources"] = {
         "kafka": kafka,
-        "idle": {**copy.deepcopy(kafka), "defaults": {"catchup": False}},
+        "idle": {**copy.deepcopy(kafka), "defaults": {"catchup": False, "landing_check": at_once}},
     }
     config["defaults"].update(start_date=EMPTY[0], retries=2, retry_delay_minutes=10)
     config["alerts"] = ALERTS
@@ -162,18 +167,6 @@ def failed_at(log: Path) -> dt.datetime:
     raise AssertionError(f"no failure logged in {log}")
 
 
-def test_backfill_starts_and_stops_its_own_stack(lake):
-    unknown = lake.wirelake("backfill", "nosuch", "--from", EMPTY[0], "--to", EMPTY[0])
-    assert unknown.returncode == 2
-    assert "unknown source(s) ['nosuch']" in unknown.stdout
-    result = lake.wirelake("backfill", "idle", "--from", EMPTY[0], "--to", EMPTY[0])
-    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
-    assert "started the Airflow stack" in result.stdout
-    assert re.search(rf"^idle\s+{EMPTY[0]}\s+no landing\s+-\s+-\s+-\s+-\s+-$", result.stdout, re.M)
-    assert not (lake.home / "stack.json").exists()
-    assert home_processes(lake.home) == []
-
-
 def test_up_and_status(lake, stack):
     url = re.search(r"Airflow UI: (http://127\.0\.0\.1:\d+)", stack.stdout).group(1)
     assert str(lake.home / "simple_auth_manager_passwords.json.generated") in stack.stdout
@@ -189,6 +182,15 @@ def test_up_and_status(lake, stack):
         assert f"metadata database: SQLite in {lake.home}" in status.stdout
     for component in ("scheduler", "dag-processor", "triggerer", "api-server"):
         assert re.search(rf"^\s+{component}\s+pid \d+\s+alive$", status.stdout, re.M)
+
+
+def test_a_backfill_shows_a_day_that_never_landed(lake, stack):
+    unknown = lake.wirelake("backfill", "nosuch", "--from", EMPTY[0], "--to", EMPTY[0])
+    assert unknown.returncode == 2
+    assert "unknown source(s) ['nosuch']" in unknown.stdout
+    result = lake.wirelake("backfill", "idle", "--from", EMPTY[0], "--to", EMPTY[0])
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    assert re.search(rf"^idle\s+{EMPTY[0]}\s+no landing\s+-\s+-\s+-\s+-\s+-$", result.stdout, re.M)
 
 
 def test_unpause_runs_landed_days_and_skips_the_others_at_once(lake, caught_up):

@@ -22,8 +22,7 @@ def test_python_workers_import_pyspark_from_site_packages(spark):
     [(pyspark_file, py4j_file, path)] = (
         spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
     )
-    zips = [entry for entry in path if entry.endswith(".zip")]
-    assert any(entry.endswith("pyspark.zip") for entry in zips), path  # Spark put it there
+    assert any(entry.endswith("/pyspark.zip") for entry in path), path  # Spark put it there
     site_packages = next(entry for entry in path if entry.endswith("site-packages"))
     assert pyspark_file == f"{site_packages}/pyspark/__init__.py", path
     assert py4j_file == f"{site_packages}/py4j/__init__.py", path

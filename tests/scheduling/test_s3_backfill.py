@@ -25,7 +25,7 @@ from s3jobs import upload  # noqa: E402  (the store tests' helpers)
 from s3server import moto_server  # noqa: E402
 
 pytestmark = [pytest.mark.airflow, pytest.mark.service]  # the stack, an S3 server
-DAYS = ("2026-11-25",)
+DAY = "2026-11-25"
 BUCKET = "lake"
 
 
@@ -33,10 +33,9 @@ def test_a_backfill_on_an_s3_lake(tmp_path, metadata_db, monkeypatch):
     with moto_server(str(tmp_path / "moto.log")) as server:
         client = server.filesystem()
         client.create_dir(BUCKET)
-        for day in DAYS:
-            local = tmp_path / "landing" / day
-            samples.write_sample_day("kafka", local, day)
-            upload(local, client, f"{BUCKET}/landing/kafka/dt={day}")
+        local = tmp_path / "landing" / DAY
+        samples.write_sample_day("kafka", local, DAY)
+        upload(local, client, f"{BUCKET}/landing/kafka/dt={DAY}")
         config = yaml.safe_load((ROOT / "dags" / "sources.yaml").read_text())
         config["sources"] = {"kafka": config["sources"]["kafka"]}
         config["defaults"].update(catchup=False, retries=0)
@@ -60,14 +59,13 @@ def test_a_backfill_on_an_s3_lake(tmp_path, metadata_db, monkeypatch):
             env["WIRELAKE_DB"] = metadata_db
         stack = ProjectLake(home, tmp_path / "data", env, metadata_db or sqlite_url(home))
 
-        done = stack.wirelake("backfill", "kafka", "--from", DAYS[0], "--to", DAYS[-1])
+        done = stack.wirelake("backfill", "kafka", "--from", DAY, "--to", DAY)
         output = done.stdout + done.stderr
         assert done.returncode == 0, output[-5000:]
         for key, value in server.environment().items():
             monkeypatch.setenv(key, value)
-        for day in DAYS:
-            shown = re.search(rf"^kafka\s+{day}\s+success\s+([\d,]+)\s", done.stdout, re.M)
-            assert shown, output[-5000:]
-            rows = lake.day_rows(f"s3://{BUCKET}/warehouse/kafka", dt.date.fromisoformat(day))
-            assert int(shown.group(1).replace(",", "")) == rows > 0
+        shown = re.search(rf"^kafka\s+{DAY}\s+success\s+([\d,]+)\s", done.stdout, re.M)
+        assert shown, output[-5000:]
+        rows = lake.day_rows(f"s3://{BUCKET}/warehouse/kafka", dt.date.fromisoformat(DAY))
+        assert int(shown.group(1).replace(",", "")) == rows > 0
         assert server.secret_key not in output

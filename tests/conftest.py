@@ -6,8 +6,9 @@ UTC, few shuffle partitions, no UI. Tests that need it take `spark`.
 
 `./wirelake test` runs the suite on pytest-xdist workers, a module to a worker: those that
 start Airflow or a server first, then Spark's, then the rest (`_longest_first`), so that
-the long ones do not end the run alone; before they start, the controller compiles the
-decoders' numba walks once (`pytest_sessionstart`).
+the long ones do not end the run alone; while they start, the controller compiles the
+decoders' numba walks once, and hands out no test before that is done
+(`pytest_sessionstart`).
 
 Property tests run under a hypothesis profile, "full" unless `--hypothesis-profile` names
 another: derandomized (the examples follow from each test's own code, so a commit always

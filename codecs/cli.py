@@ -56,6 +56,16 @@ def _day(text: str) -> dt.date:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
 
 
+def _walk_format(name: str) -> str:
+    """A format with a compiled walk. (Not argparse's `choices`: on Python 3.11 it refuses
+    `warm` with no format at all, checking the empty list against them.)"""
+    if name not in compiled.WALKS:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {name!r} (choose from {', '.join(sorted(compiled.WALKS))})"
+        )
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m wirecodecs",
@@ -105,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument(
         "formats",
         nargs="*",
-        choices=sorted(compiled.WALKS),
+        type=_walk_format,
         metavar="FORMAT",
         help=f"only these formats' walks (default: all of {', '.join(compiled.WALKS)})",
     )

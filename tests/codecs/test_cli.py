@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from wirecodecs import compiled
+
 VECTORS = Path(__file__).resolve().parents[1] / "data" / "kafka"
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -185,6 +187,27 @@ def test_help_describes_both_commands_and_the_channels():
     assert result.returncode == 0
     for word in ("dump", "sample", "stdout", "stderr", "summary", "quarantined"):
         assert word in result.stdout
+
+
+def test_warm_without_formats_loads_every_formats_walk():
+    """As the Docker image's build runs it (here on the cache the suite's start filled):
+    the command line of `python -m wirecodecs warm`, then the modules it imported."""
+    script = (
+        "import sys; from wirecodecs import cli; code = cli.main(['warm']); "
+        "print(*sorted(m for m in sys.modules if m.endswith('.compiled'))); sys.exit(code)"
+    )
+    warmed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WIRELAKE_WALK": "auto"},
+        timeout=600,
+    )
+    assert warmed.returncode == 0, warmed.stderr[-2000:]
+    ready, imported = warmed.stdout.splitlines()
+    assert ready.startswith("wirecodecs: compiled walks ready in")
+    walks = {f"wirecodecs.{name}.compiled" for name in compiled.WALKS}
+    assert set(imported.split()) - {"wirecodecs.compiled"} == walks
 
 
 def test_warm_fills_the_cache_with_the_named_formats_walks_only(tmp_path):

@@ -476,6 +476,10 @@ def fits(body_bytes, count, buffers, used):
     return True
 
 
+# which body of a frame `messages` reads a row from, in the order it tries them
+_INFLATED, _AS_IS, _INFLATED_AGAIN = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
 def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffers, used):
     """Rows for frames `first:last` of `table` (bodies in `data`, inflated ones in
@@ -509,22 +513,37 @@ def messages(data, spare, table, first, last, base, max_rows, flush_bytes, buffe
         r = used[U_ROWS]
         cur[:U_REGIONS] = used[:U_REGIONS]
         snappy = plain = _FAILED
-        if table[F_INFLATED_LEN, i] >= 0:
-            snappy = _message(spare, inflated, inflated_end, r, buffers, starts, ends, cur)
-        chosen = 1 if snappy >= 0 and snappy & _STRICT else -1
-        if chosen < 0:
-            cur[:U_REGIONS] = used[:U_REGIONS]
-            plain = _message(data, body, end, r, buffers, starts, ends, cur)
-            if plain >= 0 and plain & _STRICT:
-                chosen = 0
-            elif snappy >= 0 and snappy & _HAS_TIMESTAMP:
-                cur[:U_REGIONS] = used[:U_REGIONS]
-                _message(spare, inflated, inflated_end, r, buffers, starts, ends, cur)
-                chosen = 1
-            elif plain >= 0 and plain & _HAS_TIMESTAMP:
-                chosen = 0
+        reading = _INFLATED if table[F_INFLATED_LEN, i] >= 0 else _AS_IS
+        while True:  # one call site, so that numba inlines `_message` once, not three times
+            as_is = reading == _AS_IS
+            flags = _message(
+                data if as_is else spare,
+                body if as_is else inflated,
+                end if as_is else inflated_end,
+                r, buffers, starts, ends, cur,
+            )  # fmt: skip
+            if reading == _INFLATED:
+                snappy = flags
+                if snappy >= 0 and snappy & _STRICT:
+                    chosen = 1
+                    break
+                reading = _AS_IS
+            elif reading == _AS_IS:
+                plain = flags
+                if plain >= 0 and plain & _STRICT:
+                    chosen = 0
+                    break
+                if snappy >= 0 and snappy & _HAS_TIMESTAMP:
+                    reading = _INFLATED_AGAIN  # the row again, from the inflated body
+                elif plain >= 0 and plain & _HAS_TIMESTAMP:
+                    chosen = 0
+                    break
+                else:
+                    return i, BAD, 0
             else:
-                return i, BAD, 0
+                chosen = 1
+                break
+            cur[:U_REGIONS] = used[:U_REGIONS]
         size = table[F_SIZE, i]
         rows[R_OFFSET, r] = base + table[F_START, i]
         rows[R_LENGTH, r] = size

@@ -60,7 +60,7 @@ from pyarrow import fs as pafs
 
 from jobs import layout, storage
 from jobs.decode_settings import with_data_root
-from jobs.spark_conf import SmallDayConf, job_conf, store_conf
+from jobs.spark_conf import SmallDayConf, job_conf, store_conf, store_env
 from wirecodecs.accounting import FileAccounting
 from wirecodecs.options import resolve
 from wirecodecs.registry import TableRows, WireFormat, get
@@ -213,12 +213,15 @@ def land(fmt: str, size_mb: int, file_mb: int, scratch: Path, driver_memory: str
 
 def spark_submit(day: Day, job: str, app: str, *args: str) -> list[str]:
     """spark-submit of `app` as the DAG submits job `job`: master, driver memory and conf
-    (jobs/spark_conf.py), a small day's included."""
+    (jobs/spark_conf.py), a small day's included, and what the store adds to its
+    environment (`env` first when it adds something)."""
     conf = {**job_conf(day.spark, job), **store_conf(job, day.warehouse)}
     if small := SmallDayConf.of(day.spark, job):
         conf.update(small.for_day(day.landed_bytes))
     conf = [f"{key}={value}" for key, value in sorted(conf.items())]
+    env = [f"{key}={value}" for key, value in store_env(job, day.warehouse).items()]
     return [
+        *(["env", *env] if env else []),
         "spark-submit", "--master", MASTER, "--driver-memory", str(day.spark["driver_memory"]),
         *(part for pair in conf for part in ("--conf", pair)), app, *args,
     ]  # fmt: skip

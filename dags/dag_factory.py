@@ -25,7 +25,7 @@ from jobs.decode_settings import (
     GATES,
     with_data_root,
 )
-from jobs.spark_conf import SmallDayConf, job_conf, store_conf
+from jobs.spark_conf import SmallDayConf, job_conf, store_conf, store_env
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JOBS_DIR = PROJECT_ROOT / "jobs"
@@ -197,6 +197,7 @@ def _spark_task(
         conn_id=settings.get("spark_conn_id", "spark_default"),
         name=f"wirelake-{task_id}-{source}-{{{{ ds }}}}",
         conf={**store_conf(Path(job).stem, warehouse), **job_conf(spark, Path(job).stem)},
+        env_vars=store_env(Path(job).stem, warehouse),
         store_conn_id=paths["store_conn_id"],
         driver_memory=spark.get("driver_memory"),
         executor_memory=spark.get("executor_memory"),

@@ -14,7 +14,7 @@ import yaml
 from pyarrow import fs as pafs
 
 from jobs.decode_settings import with_data_root
-from jobs.spark_conf import store_conf
+from jobs.spark_conf import store_conf, store_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES_YAML = ROOT / "dags" / "sources.yaml"
@@ -71,7 +71,12 @@ def spark_submit(job: str, args: list[str], env: dict[str, str]) -> subprocess.C
         *args,
     ]  # fmt: skip
     return subprocess.run(
-        command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=JOB_TIMEOUT
+        command,
+        capture_output=True,
+        text=True,
+        env={**env, **store_env(job, warehouse)},
+        cwd=ROOT,
+        timeout=JOB_TIMEOUT,
     )
 
 

@@ -19,6 +19,7 @@ class StoreOutage:
         self.upstream_port = upstream_port
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
+        self._down = False  # under the lock: taken down, and not restored since
         self._trigger: re.Pattern[bytes] | None = None
         self.went_down = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -34,6 +35,8 @@ class StoreOutage:
     def restore(self) -> None:
         """Listen again, unarmed."""
         self._trigger = None
+        with self._lock:
+            self._down = False
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._serve(self._listener)
 
@@ -49,7 +52,13 @@ class StoreOutage:
                     return  # taken down
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
                 with self._lock:
-                    self._sockets |= {client, upstream}
+                    down = self._down  # accepted just before the listener closed
+                    if not down:
+                        self._sockets |= {client, upstream}
+                if down:
+                    for end in (client, upstream):
+                        self._drop(end)
+                    return
                 threading.Thread(
                     target=self._pump, args=(client, upstream, True), daemon=True
                 ).start()
@@ -78,8 +87,9 @@ class StoreOutage:
     def _take_down(self) -> None:
         self.went_down.set()
         self._trigger = None
-        self._listener.close()
+        self._drop(self._listener)  # shut down first: an accept() under way returns now
         with self._lock:
+            self._down = True
             ends, self._sockets = list(self._sockets), set()
         for end in ends:
             self._drop(end)

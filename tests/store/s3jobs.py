@@ -58,8 +58,11 @@ def validate_args(source: str, day: str, warehouse: str, reports: str) -> list[l
     ]
 
 
-def spark_submit(job: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`job` as a DAG submits it on an S3 lake (the conf its warehouse needs), on one core."""
+def spark_submit(
+    job: str, args: list[str], env: dict[str, str], app: Path | None = None
+) -> subprocess.CompletedProcess:
+    """`job` as a DAG submits it on an S3 lake (the conf and environment its warehouse
+    needs), on one core; `app` instead of the job's script runs in its place."""
     spark_submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
     warehouse = args[args.index("--warehouse") + 1]
     conf = {"spark.ui.enabled": "false", **store_conf(job, warehouse)}
@@ -67,7 +70,7 @@ def spark_submit(job: str, args: list[str], env: dict[str, str]) -> subprocess.C
         spark_submit or "spark-submit",
         "--master", "local[1]",
         *(part for key, value in conf.items() for part in ("--conf", f"{key}={value}")),
-        str(ROOT / "jobs" / f"{job}.py"),
+        str(app or ROOT / "jobs" / f"{job}.py"),
         *args,
     ]  # fmt: skip
     return subprocess.run(

@@ -1,12 +1,16 @@
-"""`./wirelake backfill` of a day of a source whose lake is on S3 (moto on loopback): the
-command starts the stack, the scheduler runs the day's DAG run on the server, and the
-closing table reads the day's rows, manifest and validation there; the rows it shows are
-the rows of the day's table, and the secret key is in nothing the command printed (a
-backfill of several days: tests/scheduling/test_stack.py)."""
+"""`./wirelake backfill` of a day of a source whose whole lake is on S3 (moto on loopback),
+the server's endpoint and credentials only in the stack's AWS_* environment: the command
+starts the stack, the scheduler runs the day's DAG run there (the landing check finds the
+marker on S3, the decode and validate jobs read and write there), and the closing table
+reads the day's rows, manifest and validation there; the rows it shows are the rows of the
+day's table and of its manifest, and the secret key is in nothing the command printed nor
+in the Airflow home (task logs). A backfill of several days: tests/scheduling/
+test_stack.py; credentials only from an Airflow connection: tests/store/test_s3_dag.py."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import sys
@@ -14,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from airflowrun import ProjectLake, sqlite_url
+from airflowrun import ProjectLake, sqlite_url, task_instances
 
 from jobs import lake
 from wirecodecs import samples
@@ -27,6 +31,8 @@ from s3server import moto_server  # noqa: E402
 pytestmark = [pytest.mark.airflow, pytest.mark.service]  # the stack, an S3 server
 DAY = "2026-11-25"
 BUCKET = "lake"
+MANIFEST = f"{BUCKET}/warehouse/_manifests/kafka/dt={DAY}/manifest.json"
+VALIDATION = f"{BUCKET}/reports/kafka/dt={DAY}/validation.json"
 
 
 def test_a_backfill_on_an_s3_lake(tmp_path, metadata_db, monkeypatch):
@@ -66,6 +72,19 @@ def test_a_backfill_on_an_s3_lake(tmp_path, metadata_db, monkeypatch):
             monkeypatch.setenv(key, value)
         shown = re.search(rf"^kafka\s+{DAY}\s+success\s+([\d,]+)\s", done.stdout, re.M)
         assert shown, output[-5000:]
+        runs = task_instances(stack.database, "wirelake_kafka")
+        states = {task: ti["state"] for (day, task), ti in runs.items() if day == DAY}
+        assert states == dict.fromkeys(("wait_for_landing", "decode", "validate"), "success")
         rows = lake.day_rows(f"s3://{BUCKET}/warehouse/kafka", dt.date.fromisoformat(DAY))
         assert int(shown.group(1).replace(",", "")) == rows > 0
+        assert rows == json.loads(read(client, MANIFEST))["totals"]["rows"]
+        assert json.loads(read(client, VALIDATION))["critical_success"] is True
         assert server.secret_key not in output
+        for path in home.rglob("*"):  # task logs, the SQLite metadata database if it is one
+            if path.is_file():
+                assert server.secret_key.encode() not in path.read_bytes(), path
+
+
+def read(client, path: str) -> bytes:
+    with client.open_input_stream(path) as stream:
+        return stream.read()

@@ -5,6 +5,8 @@ that date with `airflow dags test` (landing check, spark-submit decode, spark-su
 validate against local Spark), then prints what was produced and where, and builds the
 day's data-quality report. A few earlier sample days are decoded first without Spark
 (`operations.sample_history`), so that the report's trends and the volume check have a past.
+The DAGs run in lanes side by side, each lane's Airflow commands in one process
+(`operations.airflow_lane`).
 Run it as `./wirelake demo [--date YYYY-MM-DD]`, which sets up the environment first.
 """
 
@@ -15,16 +17,15 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from queue import Queue
 
 from jobs import lake, layout, report
 from operations import sample_history
+from operations.airflow_lane import Lane
 from wirecodecs import samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,18 +86,6 @@ def lane_count(text: str) -> int:
     if not 1 <= value <= 8:
         raise argparse.ArgumentTypeError(f"must be between 1 and 8, got {text}")
     return value
-
-
-def run_logged(command: list[str], log: Path, env: dict[str, str]) -> tuple[int, float]:
-    """Run a command with its output in `log`; return its exit code and duration."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with log.open("w") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
-    return code, time.monotonic() - started
-
-
-MIGRATE = ["airflow", "db", "migrate"]
 
 
 def lane_env(env: dict[str, str], lane: int) -> dict[str, str]:
@@ -160,6 +149,44 @@ def summarize(source: str, date: dt.date, data_root: Path) -> list[str]:
     return lines
 
 
+def run_dags(lanes: list[Lane], sources: list[str], date: dt.date, logs: Path) -> int | None:
+    """Each lane's metadata database migrated, then each source's DAG run for `date` in
+    whichever lane is free; the number of failed runs (None when a migration failed)."""
+    migrate_logs = [logs / f"airflow-db-migrate-lane-{n}.log" for n in range(len(lanes))]
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        migrated = list(
+            pool.map(lambda lane, log: lane.run(log, "db", "migrate"), lanes, migrate_logs)
+        )
+    for log, (code, _) in zip(migrate_logs, migrated, strict=True):
+        if code:
+            print(f"airflow db migrate failed ({code}); see {log}")
+            return None
+
+    free: Queue = Queue()
+    for lane in lanes:
+        free.put(lane)
+
+    def run_dag(source: str) -> int:
+        lane = free.get()
+        try:
+            dag_id = f"wirelake_{source}"
+            log = logs / f"{dag_id}.log"
+            print(f"  airflow dags test {dag_id} {date} ... (log: {log})", flush=True)
+            code, took = lane.run(log, "dags", "test", dag_id, date.isoformat())
+            status = "succeeded" if code == 0 else f"FAILED (exit {code})"
+            print(f"  {dag_id} {status} in {took:.0f} s", flush=True)
+            return code
+        finally:
+            free.put(lane)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        failures = sum(code != 0 for code in pool.map(run_dag, sources))
+    print(f"  {len(sources)} DAG run(s) in {time.monotonic() - started:.0f} s, "
+          f"{len(lanes)} side by side", flush=True)  # fmt: skip
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     data_root = args.data_root.resolve()
@@ -178,42 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     sample_history.write_history(config, data_root, sources, args.date, args.history, args.seed)
     print(f"  {args.history} earlier sample day(s) of each source decoded for the trends")
 
-    lanes = [lane_env(env, lane) for lane in range(min(args.lanes, len(sources)))]
-    migrate_logs = [logs / f"airflow-db-migrate-lane-{n}.log" for n in range(len(lanes))]
-    with ThreadPoolExecutor(len(lanes)) as pool:
-        migrated = list(pool.map(partial(run_logged, MIGRATE), migrate_logs, lanes))
-    for log, (code, _) in zip(migrate_logs, migrated, strict=True):
-        if code:
-            print(f"airflow db migrate failed ({code}); see {log}")
-            return code
-
-    def run_dag(source: str, lane: dict[str, str]) -> int:
-        dag_id = f"wirelake_{source}"
-        log = logs / f"{dag_id}.log"
-        print(f"  airflow dags test {dag_id} {args.date} ... (log: {log})", flush=True)
-        code, took = run_logged(
-            ["airflow", "dags", "test", dag_id, args.date.isoformat()], log, lane
-        )
-        status = "succeeded" if code == 0 else f"FAILED (exit {code})"
-        print(f"  {dag_id} {status} in {took:.0f} s", flush=True)
-        return code
-
-    free: Queue = Queue()
-    for lane in lanes:
-        free.put(lane)
-
-    def in_a_lane(source: str) -> int:
-        lane = free.get()
-        try:
-            return run_dag(source, lane)
-        finally:
-            free.put(lane)
-
-    started = time.monotonic()
-    with ThreadPoolExecutor(len(lanes)) as pool:
-        failures = sum(code != 0 for code in pool.map(in_a_lane, sources))
-    print(f"  {len(sources)} DAG run(s) in {time.monotonic() - started:.0f} s, "
-          f"{len(lanes)} side by side", flush=True)  # fmt: skip
+    lanes = [
+        Lane(lane_env(env, n), logs / f"airflow-lane-{n}.log")
+        for n in range(min(args.lanes, len(sources)))
+    ]
+    try:
+        failures = run_dags(lanes, sources, args.date, logs)
+    finally:
+        for lane in lanes:
+            lane.close()
+    if failures is None:
+        return 1
 
     print("\nProduced:")
     for source in sources:

@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psutil
 
+from operations.airflow_lane import Lane
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 HEALTH = ("metadatabase", "scheduler", "triggerer", "dag_processor")  # keys of /monitor/health
@@ -128,11 +130,26 @@ def stack_env(url: str) -> dict[str, str]:
     return env
 
 
-def run_logged(command: list[str], log: Path, env: dict[str, str]) -> None:
-    with log.open("w") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
-    if code:
-        raise SystemExit(f"wirelake: {' '.join(command[:3])} failed ({code}); see {log}")
+def prepare_database(env: dict[str, str], logs: Path) -> None:
+    """`airflow db migrate`, then the Spark pool the sources config sizes (the scheduler
+    needs it before any spark-submit task), both in one Airflow process."""
+    sys.path.insert(0, str(ROOT / "dags"))
+    from dag_factory import DEFAULT_CONFIG, load_config, pool_command
+
+    commands = {
+        "db-migrate": ["airflow", "db", "migrate"],
+        "pool": pool_command(load_config(DEFAULT_CONFIG)),
+    }
+    lane = Lane(env, logs / "airflow-lane.log")
+    try:
+        for name, command in commands.items():
+            code, _ = lane.run(logs / f"{name}.log", *command[1:])
+            if code:
+                raise SystemExit(
+                    f"wirelake: {' '.join(command[:3])} failed ({code}); see {logs / name}.log"
+                )
+    finally:
+        lane.close()
 
 
 @contextlib.contextmanager
@@ -172,9 +189,7 @@ def _up(host: str, port: int | None, timeout: float) -> dict:
         }
     env = stack_env(url)
     if not state["components"]:
-        run_logged(["airflow", "db", "migrate"], logs / "db-migrate.log", env)
-        pool = [sys.executable, str(ROOT / "dags" / "dag_factory.py"), "pool"]
-        run_logged(pool, logs / "pool.log", env)
+        prepare_database(env, logs)
     address = urlsplit(url)
     commands = {name: ["airflow", name] for name in COMPONENTS}
     commands["api-server"] += ["--host", address.hostname, "--port", str(address.port)]

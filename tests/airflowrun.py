@@ -10,6 +10,7 @@ import asyncio
 import datetime as dt
 import email
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ import sqlalchemy
 import yaml
 
 from jobs import lake
+from operations.airflow_lane import Lane
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -227,6 +229,7 @@ def task_instances(database: str, dag_id: str) -> dict[tuple[str, str], dict]:
     }
 
 
+@contextmanager
 def project_airflow(
     root: Path,
     config: dict,
@@ -234,11 +237,13 @@ def project_airflow(
     env: Mapping[str, str],
     extra_dags: Mapping[str, str],
     timeout: float = 900,
-) -> Callable[..., subprocess.CompletedProcess]:
+) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
     """An Airflow in `root` (SQLite, migrated) whose DAG folder is the project's (symlinked)
     plus `extra_dags` (file name -> source), reading the sources config `config` through
-    $WIRELAKE_CONFIG and the lake under `data`; returns a runner of `airflow` commands,
-    with the metadata database's path as its `db`."""
+    $WIRELAKE_CONFIG and the lake under `data`; yields a runner of `airflow` commands, with
+    the metadata database's path as its `db`. The commands run one after another in one
+    Airflow process, as the demo runs its own (operations/airflow_lane.py); a command's
+    result has its output, both streams, as `stdout`."""
     dags = root / "dags"
     dags.mkdir()
     for path in (ROOT / "dags").glob("*.py"):
@@ -257,13 +262,18 @@ def project_airflow(
         **env,
     }
     environment.pop("WIRELAKE_RETRIES", None)  # the config's retries, not the demo's
+    lane = Lane(environment, root / "logs" / "lane.log")
+    commands = itertools.count()
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["airflow", *args], env=environment, capture_output=True, text=True, timeout=timeout
-        )
+        log = root / "logs" / f"{next(commands):02d}-{'-'.join(args[:2])}.log"
+        code, _ = lane.run(log, *args, timeout=timeout)
+        return subprocess.CompletedProcess(["airflow", *args], code, log.read_text(), "")
 
-    migrated = run("db", "migrate")
-    assert migrated.returncode == 0, migrated.stderr[-3000:]
-    run.db = root / "airflow" / "airflow.db"
-    return run
+    try:
+        migrated = run("db", "migrate")
+        assert migrated.returncode == 0, migrated.stdout[-3000:]
+        run.db = root / "airflow" / "airflow.db"
+        yield run
+    finally:
+        lane.close()

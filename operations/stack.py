@@ -133,7 +133,8 @@ def stack_env(url: str) -> dict[str, str]:
 def prepare_database(env: dict[str, str], logs: Path) -> None:
     """`airflow db migrate`, then the Spark pool the sources config sizes (the scheduler
     needs it before any spark-submit task), both in one Airflow process."""
-    sys.path.insert(0, str(ROOT / "dags"))
+    if str(ROOT / "dags") not in sys.path:
+        sys.path.insert(0, str(ROOT / "dags"))
     from dag_factory import DEFAULT_CONFIG, load_config, pool_command
 
     commands = {

@@ -33,7 +33,7 @@ class Lane:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("w") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "operations.airflow_lane"],
+                [sys.executable, "-P", "-m", "operations.airflow_lane"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=out,

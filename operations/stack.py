@@ -144,11 +144,10 @@ def prepare_database(env: dict[str, str], logs: Path) -> None:
     lane = Lane(env, logs / "airflow-lane.log")
     try:
         for name, command in commands.items():
-            code, _ = lane.run(logs / f"{name}.log", *command[1:])
+            log = logs / f"{name}.log"
+            code, _ = lane.run(log, *command[1:])
             if code:
-                raise SystemExit(
-                    f"wirelake: {' '.join(command[:3])} failed ({code}); see {logs / name}.log"
-                )
+                raise SystemExit(f"wirelake: {' '.join(command[:3])} failed ({code}); see {log}")
     finally:
         lane.close()
 
